@@ -1,0 +1,154 @@
+import { formatAddress, type NodeAddress } from './types.js';
+
+/**
+ * An error reply from the server (`-ERR …`, `-WRONGTYPE …`, RESP3 bulk errors).
+ * It is returned to the caller of that command only; the connection stays healthy.
+ */
+export class RedisError extends Error {
+  override name = 'RedisError';
+  /** First word of the reply: `ERR`, `WRONGTYPE`, `MOVED`, `ASK`, `READONLY`, `NOSCRIPT`, … */
+  readonly code: string;
+  /** The node that replied, when known. */
+  address?: NodeAddress;
+  constructor(message: string, options?: { cause?: unknown; address?: NodeAddress }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    const space = message.indexOf(' ');
+    this.code = space === -1 ? message : message.slice(0, space);
+    if (options?.address) this.address = options.address;
+  }
+}
+
+/** The connection to a node failed, closed, or could not be established. */
+export class ConnectionError extends Error {
+  override name = 'ConnectionError';
+  /** The node this connection pointed at. */
+  readonly address: NodeAddress | undefined;
+  constructor(message: string, options?: { cause?: unknown; address?: NodeAddress }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.address = options?.address;
+  }
+}
+
+/**
+ * The command was written to the socket but the connection broke before its reply arrived:
+ * it may or may not have executed. It is never retried silently, unless the command is
+ * read-only or the caller marked it `idempotent`.
+ */
+export class UncertainWriteError extends ConnectionError {
+  override name = 'UncertainWriteError';
+}
+
+/** A deadline passed: a command timeout, a connect timeout, a socket inactivity timeout. */
+export class TimeoutError extends Error {
+  override name = 'TimeoutError';
+  readonly address: NodeAddress | undefined;
+  /** Whether the command had been written to a socket when the time ran out. */
+  readonly sent: boolean;
+  constructor(message: string, options?: { cause?: unknown; address?: NodeAddress; sent?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.address = options?.address;
+    this.sent = options?.sent ?? false;
+  }
+}
+
+/** The server sent bytes that are not valid RESP, or a length over `maxReplyBytes`. */
+export class ProtocolError extends Error {
+  override name = 'ProtocolError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The pool was closed: no new work is accepted. */
+export class PoolClosedError extends Error {
+  override name = 'PoolClosedError';
+  constructor(message = 'The pool is closed; create a new pool to send more commands.', options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** A bounded queue (commands held during a failover) is full, or a command waited in it too long. */
+export class QueueFullError extends Error {
+  override name = 'QueueFullError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Some sentinel answered, but none monitors a master of that name. */
+export class MasterNotMonitoredError extends Error {
+  override name = 'MasterNotMonitoredError';
+  readonly masterName: string;
+  constructor(masterName: string, message?: string, options?: { cause?: unknown }) {
+    super(message ?? `No sentinel monitors a master named "${masterName}"; check the name (SENTINEL MASTERS lists them).`, options);
+    this.masterName = masterName;
+  }
+}
+
+/** No sentinel could be reached. `errors` holds each sentinel's own error, in the order tried. */
+export class AllSentinelsDownError extends AggregateError {
+  override name = 'AllSentinelsDownError';
+  /** The sentinels tried, in order. */
+  readonly tried: NodeAddress[];
+  constructor(errors: unknown[], tried: NodeAddress[], masterName: string) {
+    super(
+      errors,
+      `Could not reach any sentinel for master "${masterName}" (tried ${tried.map(formatAddress).join(', ')}); ` +
+        'check that the sentinels are running and reachable.',
+      { cause: errors[errors.length - 1] },
+    );
+    this.tried = tried;
+  }
+}
+
+/** One step of a cluster command's journey, as `MaxRedirectionsError` reports it. */
+export interface RedirectAttempt {
+  node: NodeAddress;
+  kind: 'moved' | 'ask' | 'tryagain' | 'clusterdown' | 'connection' | 'timeout' | 'error';
+  slot: number | undefined;
+  error: Error;
+  /** Milliseconds since the command started. */
+  elapsed: number;
+}
+
+/** A cluster command used up its redirection/retry budget. `cause` is the last underlying error. */
+export class MaxRedirectionsError extends Error {
+  override name = 'MaxRedirectionsError';
+  readonly attempts: RedirectAttempt[];
+  constructor(command: string, attempts: RedirectAttempt[], limit: number) {
+    const lines = attempts.map(
+      (a, i) =>
+        `  #${i + 1} ${formatAddress(a.node)} ${a.kind}${a.slot === undefined ? '' : ` slot ${a.slot}`} after ${a.elapsed} ms: ${a.error.message}`,
+    );
+    super(
+      `${command} gave up after ${attempts.length} attempts (maxRedirections ${limit}):\n${lines.join('\n')}\n` +
+        'The last error is the cause; raise maxRedirections only if the cluster is resharding.',
+      { cause: attempts[attempts.length - 1]?.error },
+    );
+    this.attempts = attempts;
+  }
+}
+
+/** The keys of a command (or of a MULTI) hash to different slots, and the command cannot be split safely. */
+export class CrossSlotError extends Error {
+  override name = 'CrossSlotError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** True when the error proves the command was not executed by the server (safe to retry). */
+export function isNotExecuted(err: unknown): boolean {
+  if (err instanceof RedisError) {
+    switch (err.code) {
+      case 'MOVED': case 'ASK': case 'TRYAGAIN': case 'CLUSTERDOWN': case 'READONLY':
+      case 'LOADING': case 'MASTERDOWN': case 'NOREPLICAS':
+        return true;
+    }
+    return false;
+  }
+  if (err instanceof UncertainWriteError) return false;
+  if (err instanceof ConnectionError) return true;
+  if (err instanceof TimeoutError) return !err.sent;
+  return false;
+}
