@@ -38,6 +38,11 @@ export class UncertainWriteError extends ConnectionError {
   override name = 'UncertainWriteError';
 }
 
+/** The server refused the credentials (WRONGPASS, NOAUTH). The message never contains the password. */
+export class AuthenticationError extends ConnectionError {
+  override name = 'AuthenticationError';
+}
+
 /** A deadline passed: a command timeout, a connect timeout, a socket inactivity timeout. */
 export class TimeoutError extends Error {
   override name = 'TimeoutError';

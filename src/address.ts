@@ -1,0 +1,62 @@
+import type { Address, NodeAddress } from './types.js';
+
+/** An address with what a URL may carry besides host and port. */
+export interface ParsedAddress extends NodeAddress {
+  username?: string;
+  password?: string;
+  db?: number;
+  tls?: boolean;
+}
+
+/**
+ * Parses `'host:port'`, `'[::1]:6379'`, `redis://[user:pass@]host:port[/db]`, `rediss://…`
+ * or `{ host, port }`. Throws a TypeError naming `what` (the option or argument) when invalid.
+ */
+export function parseAddress(input: Address, what: string): ParsedAddress {
+  if (typeof input === 'object' && input !== null) {
+    const { host, port } = input as { host?: unknown; port?: unknown };
+    if (typeof host !== 'string' || host === '') throw new TypeError(`${what}.host must be a non-empty string.`);
+    checkPort(port, `${what}.port`);
+    return { host, port: port as number };
+  }
+  if (typeof input !== 'string' || input === '') throw new TypeError(`${what} must be 'host:port', a redis:// URL or { host, port } (got ${input === '' ? 'an empty string' : typeof input}).`);
+  if (/^rediss?:\/\//i.test(input)) {
+    let url: URL;
+    try {
+      url = new URL(input);
+    } catch {
+      throw new TypeError(`${what} is not a valid URL.`);
+    }
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    if (!host) throw new TypeError(`${what} has no host.`);
+    const port = url.port === '' ? 6379 : Number(url.port);
+    checkPort(port, `${what} port`);
+    const out: ParsedAddress = { host, port };
+    if (url.protocol.toLowerCase() === 'rediss:') out.tls = true;
+    if (url.username) out.username = decodeURIComponent(url.username);
+    if (url.password) out.password = decodeURIComponent(url.password);
+    const path = url.pathname.replace(/^\//, '');
+    if (path !== '') {
+      const db = Number(path);
+      if (!Number.isInteger(db) || db < 0) throw new TypeError(`${what} database must be a non-negative integer (the URL path).`);
+      out.db = db;
+    }
+    return out;
+  }
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(input) ?? /^([^:]+):(\d+)$/.exec(input);
+  if (!m) throw new TypeError(`${what} must look like 'host:port' (got '${input}').`);
+  const port = Number(m[2]);
+  checkPort(port, `${what} port`);
+  return { host: m[1]!, port };
+}
+
+function checkPort(port: unknown, what: string): void {
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new TypeError(`${what} must be an integer from 1 to 65535 (got ${String(port)}).`);
+  }
+}
+
+/** Strips everything but host and port (what events and errors may show). */
+export function nodeAddress(a: NodeAddress): NodeAddress {
+  return { host: a.host, port: a.port };
+}

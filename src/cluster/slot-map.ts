@@ -1,0 +1,326 @@
+import { formatAddress, type NodeAddress, type Reply } from '../types.js';
+import { SLOT_COUNT } from './slot.js';
+
+/** Health of a node as `CLUSTER SHARDS` reports it; `unknown` when the source has no health (CLUSTER SLOTS, MOVED). */
+export type NodeHealth = 'online' | 'loading' | 'failed' | 'unknown';
+
+/** One cluster node. Addresses are final: `natMap` has already been applied. */
+export interface ClusterNode {
+  /** Node ID (40 hex chars), when reported. */
+  readonly id?: string;
+  readonly host: string;
+  readonly port: number;
+  /** `host:port` (`[v6]:port` for IPv6): the identity used for pools and diffs. */
+  readonly key: string;
+  readonly role: 'master' | 'replica';
+  readonly health: NodeHealth;
+  /** The announced hostname (`cluster-announce-hostname`), when reported. */
+  readonly hostname?: string;
+}
+
+/** A master and its replicas. */
+export interface Shard {
+  readonly master: ClusterNode;
+  readonly replicas: readonly ClusterNode[];
+}
+
+/** Options of the SlotMap builders. */
+export interface SlotMapOptions {
+  /** Rewrites every reported address (NAT, Docker port maps). Applied after endpoint resolution. */
+  natMap?: (address: NodeAddress) => NodeAddress;
+  /** Use `tls-port` from CLUSTER SHARDS when present (for TLS connections). */
+  preferTlsPort?: boolean;
+}
+
+/** Beyond this many patched slots, `withMovedSlot` flattens the overlay into a fresh array. */
+const MAX_OVERLAY = 1024;
+
+/**
+ * An immutable snapshot of which shard serves which slot.
+ *
+ * `withMovedSlot` returns a new snapshot that shares the 16384-entry base array and records
+ * the moved slot in a small overlay, because a resharding sends MOVED for many slots in quick
+ * succession and copying the array for each one would be wasteful. A full refresh replaces
+ * the whole snapshot, overlay included.
+ */
+export class SlotMap {
+  /** Every shard, including masters that serve no slot. */
+  readonly shards: readonly Shard[];
+  readonly #base: readonly (Shard | undefined)[];
+  readonly #overlay: ReadonlyMap<number, Shard> | undefined;
+  readonly #natMap: ((a: NodeAddress) => NodeAddress) | undefined;
+  #slots: readonly (Shard | undefined)[] | undefined;
+  #nodes: ClusterNode[] | undefined;
+
+  /**
+   * Prefer the builders. `slots` must have 16384 entries whose shards are members of `shards`.
+   */
+  constructor(
+    shards: readonly Shard[],
+    slots: readonly (Shard | undefined)[],
+    options?: { overlay?: ReadonlyMap<number, Shard>; natMap?: (a: NodeAddress) => NodeAddress },
+  ) {
+    if (slots.length !== SLOT_COUNT) throw new RangeError(`SlotMap needs ${SLOT_COUNT} slots, got ${slots.length}`);
+    this.shards = shards;
+    this.#base = slots;
+    this.#overlay = options?.overlay?.size ? options.overlay : undefined;
+    this.#natMap = options?.natMap;
+  }
+
+  /** An empty map: no shards, no slot covered. */
+  static empty(options?: { natMap?: (a: NodeAddress) => NodeAddress }): SlotMap {
+    return new SlotMap([], new Array<Shard | undefined>(SLOT_COUNT).fill(undefined), options);
+  }
+
+  /** Slot -> shard, 16384 entries (`undefined` = not covered). Materialised on first use when patched. */
+  get slots(): readonly (Shard | undefined)[] {
+    if (this.#slots) return this.#slots;
+    if (!this.#overlay) return (this.#slots = this.#base);
+    const copy = this.#base.slice();
+    for (const [slot, shard] of this.#overlay) copy[slot] = shard;
+    return (this.#slots = copy);
+  }
+
+  /** Number of slots patched by `withMovedSlot` since the last full build. */
+  get patchedSlots(): number {
+    return this.#overlay?.size ?? 0;
+  }
+
+  /** The shard serving `slot`, or `undefined` when no shard covers it (refresh, then fail). */
+  shardForSlot(slot: number): Shard | undefined {
+    return this.#overlay?.get(slot) ?? this.#base[slot];
+  }
+
+  /** Number of slots covered by some shard; 16384 when the cluster is fully covered. */
+  get coveredSlots(): number {
+    let n = 0;
+    for (const s of this.slots) if (s) n++;
+    return n;
+  }
+
+  /** Every node, masters first in shard order, each listed once. */
+  nodes(): ClusterNode[] {
+    if (this.#nodes) return this.#nodes.slice();
+    const seen = new Map<string, ClusterNode>();
+    for (const s of this.shards) if (!seen.has(s.master.key)) seen.set(s.master.key, s.master);
+    for (const s of this.shards) for (const r of s.replicas) if (!seen.has(r.key)) seen.set(r.key, r);
+    this.#nodes = [...seen.values()];
+    return this.#nodes.slice();
+  }
+
+  /**
+   * The masters, in shard order. With `withSlots`, only those serving at least one slot: the
+   * `all_shards` fan-out targets, which need not wait for an empty master.
+   */
+  masters(options?: { withSlots?: boolean }): ClusterNode[] {
+    if (!options?.withSlots) return this.shards.map((s) => s.master);
+    const serving = new Set<Shard>();
+    for (const s of this.slots) if (s) serving.add(s);
+    return this.shards.filter((s) => serving.has(s)).map((s) => s.master);
+  }
+
+  /** Applies the `natMap` this map was built with; use it on MOVED/ASK addresses before `withMovedSlot`. */
+  mapAddress(address: NodeAddress): NodeAddress {
+    return this.#natMap ? this.#natMap(address) : address;
+  }
+
+  /**
+   * A new SlotMap where `slot` is served by the shard whose master is `address` (already
+   * NAT-mapped, see `mapAddress`). An unknown address becomes a new single-node shard, taking
+   * the id and health of a replica with that address if there is one (a promoted replica).
+   */
+  withMovedSlot(slot: number, address: NodeAddress): SlotMap {
+    if (!Number.isInteger(slot) || slot < 0 || slot >= SLOT_COUNT) throw new RangeError(`slot ${slot} is out of range`);
+    const key = formatAddress(address);
+    let shards = this.shards;
+    let target = shards.find((s) => s.master.key === key);
+    if (!target) {
+      const known = this.nodes().find((n) => n.key === key);
+      const master: ClusterNode = {
+        ...(known?.id === undefined ? {} : { id: known.id }),
+        ...(known?.hostname === undefined ? {} : { hostname: known.hostname }),
+        host: address.host,
+        port: address.port,
+        key,
+        role: 'master',
+        health: known?.health ?? 'unknown',
+      };
+      target = { master, replicas: [] };
+      shards = [...shards, target];
+    }
+    if (this.shardForSlot(slot) === target && shards === this.shards) return this;
+    const overlay = new Map(this.#overlay ?? []);
+    overlay.set(slot, target);
+    if (overlay.size > MAX_OVERLAY) {
+      const flat = this.#base.slice();
+      for (const [s, sh] of overlay) flat[s] = sh;
+      return new SlotMap(shards, flat, { natMap: this.#natMap });
+    }
+    return new SlotMap(shards, this.#base, { overlay, natMap: this.#natMap });
+  }
+
+  /**
+   * What changed from this map to `other`: node keys added and removed, and the number of
+   * slots whose master differs (covered <-> uncovered counts as moved).
+   */
+  diff(other: SlotMap): { added: string[]; removed: string[]; movedSlots: number } {
+    const mine = new Set(this.nodes().map((n) => n.key));
+    const theirs = new Set(other.nodes().map((n) => n.key));
+    const added = [...theirs].filter((k) => !mine.has(k));
+    const removed = [...mine].filter((k) => !theirs.has(k));
+    let movedSlots = 0;
+    const a = this.slots;
+    const b = other.slots;
+    for (let i = 0; i < SLOT_COUNT; i++) if (a[i]?.master.key !== b[i]?.master.key) movedSlots++;
+    return { added, removed, movedSlots };
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Builders
+// ---------------------------------------------------------------------------------------
+
+function str(v: Reply | undefined): string | undefined {
+  if (typeof v === 'string') return v;
+  if (Buffer.isBuffer(v)) return v.toString('utf8');
+  if (typeof v === 'number' || typeof v === 'bigint') return String(v);
+  return undefined;
+}
+
+function num(v: Reply | undefined): number {
+  return typeof v === 'number' ? v : Number(str(v));
+}
+
+function fields(v: Reply | undefined): Map<string, Reply> {
+  const out = new Map<string, Reply>();
+  if (v instanceof Map) for (const [k, x] of v) out.set(str(k) ?? '', x);
+  else if (Array.isArray(v)) for (let i = 0; i + 1 < v.length; i += 2) out.set(str(v[i]) ?? '', v[i + 1]!);
+  return out;
+}
+
+function list(v: Reply | undefined): Reply[] {
+  return Array.isArray(v) ? v : v instanceof Set ? [...v] : [];
+}
+
+function health(v: Reply | undefined): NodeHealth {
+  switch (str(v)) {
+    case 'online': return 'online';
+    case 'loading': return 'loading';
+    // Redis 7.0 sends "fail" although its documentation says "failed"; accept both.
+    case 'fail': case 'failed': return 'failed';
+    default: return 'unknown';
+  }
+}
+
+/**
+ * Resolves a reported endpoint: null or empty means "the node you asked" (a node that has
+ * not learnt its own IP yet, or `cluster-preferred-endpoint-type unknown-endpoint`); `?`
+ * means unknown (hostname preferred but not set), and such a node is skipped.
+ */
+function makeNode(
+  endpoint: string | undefined,
+  port: number,
+  from: NodeAddress,
+  o: SlotMapOptions | undefined,
+  extra: { id?: string; hostname?: string; role: 'master' | 'replica'; health: NodeHealth },
+): ClusterNode | undefined {
+  if (endpoint === '?') return undefined;
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+  let address: NodeAddress = { host: endpoint ? endpoint : from.host, port };
+  if (o?.natMap) address = o.natMap(address);
+  const node: { -readonly [K in keyof ClusterNode]: ClusterNode[K] } = {
+    host: address.host,
+    port: address.port,
+    key: formatAddress(address),
+    role: extra.role,
+    health: extra.health,
+  };
+  if (extra.id) node.id = extra.id;
+  if (extra.hostname) node.hostname = extra.hostname;
+  return node;
+}
+
+function fill(slots: (Shard | undefined)[], shard: Shard, start: number, end: number): void {
+  const lo = Math.max(0, start);
+  const hi = Math.min(SLOT_COUNT - 1, end);
+  for (let s = lo; s <= hi; s++) slots[s] = shard;
+}
+
+/**
+ * Builds a SlotMap from a `CLUSTER SHARDS` reply (Redis >= 7), RESP2 (flat key/value arrays)
+ * or RESP3 (maps). `from` is the node that answered. A shard without a usable master (master
+ * endpoint `?`) is left out, so its slots stay uncovered and trigger a refresh.
+ */
+export function slotMapFromShards(reply: Reply, from: NodeAddress, options?: SlotMapOptions): SlotMap {
+  const shards: Shard[] = [];
+  const slots = new Array<Shard | undefined>(SLOT_COUNT).fill(undefined);
+  for (const rawShard of list(reply)) {
+    const f = fields(rawShard);
+    let master: ClusterNode | undefined;
+    const replicas: ClusterNode[] = [];
+    for (const rawNode of list(f.get('nodes'))) {
+      const n = fields(rawNode);
+      const tls = options?.preferTlsPort ? n.get('tls-port') : undefined;
+      const port = num(tls ?? n.get('port') ?? n.get('tls-port'));
+      const role = str(n.get('role')) === 'master' ? 'master' : 'replica';
+      // 'endpoint' is the preferred endpoint; servers without it only have 'ip'.
+      const endpoint = n.has('endpoint') ? str(n.get('endpoint')) : str(n.get('ip'));
+      const node = makeNode(endpoint, port, from, options, {
+        id: str(n.get('id')),
+        hostname: str(n.get('hostname')),
+        role,
+        health: health(n.get('health')),
+      });
+      if (!node) continue;
+      // Two masters in one shard cannot happen in a settled cluster; trust the first.
+      if (role === 'master' && !master) master = node;
+      else replicas.push(role === 'master' ? { ...node, role: 'replica' } : node);
+    }
+    if (!master) continue;
+    const shard: Shard = { master, replicas };
+    shards.push(shard);
+    const ranges = list(f.get('slots'));
+    for (let i = 0; i + 1 < ranges.length; i += 2) fill(slots, shard, num(ranges[i]), num(ranges[i + 1]));
+  }
+  return new SlotMap(shards, slots, options?.natMap ? { natMap: options.natMap } : undefined);
+}
+
+/**
+ * Builds a SlotMap from a `CLUSTER SLOTS` reply: `[start, end, master, ...replicas]` per
+ * range, each node `[endpoint, port, id?, metadata?]`. Ranges with the same master share one
+ * Shard. CLUSTER SLOTS has no health: nodes get `unknown` (it already omits failed replicas).
+ */
+export function slotMapFromSlots(reply: Reply, from: NodeAddress, options?: SlotMapOptions): SlotMap {
+  const byMaster = new Map<string, { master: ClusterNode; replicas: Map<string, ClusterNode> }>();
+  const ranges: Array<{ key: string; start: number; end: number }> = [];
+  for (const entry of list(reply)) {
+    const e = list(entry);
+    if (e.length < 3) continue;
+    const parsed = e.slice(2).map((raw, i) => {
+      const n = list(raw);
+      const meta = fields(n[3]);
+      return makeNode(str(n[0]) ?? '', num(n[1]), from, options, {
+        id: str(n[2]),
+        hostname: str(meta.get('hostname')),
+        role: i === 0 ? 'master' : 'replica',
+        health: 'unknown',
+      });
+    });
+    const master = parsed[0];
+    if (!master) continue;
+    let group = byMaster.get(master.key);
+    if (!group) byMaster.set(master.key, (group = { master, replicas: new Map() }));
+    for (const r of parsed.slice(1)) if (r && !group.replicas.has(r.key)) group.replicas.set(r.key, r);
+    ranges.push({ key: master.key, start: num(e[0]), end: num(e[1]) });
+  }
+  const shardOf = new Map<string, Shard>();
+  const shards: Shard[] = [];
+  for (const [key, g] of byMaster) {
+    const shard: Shard = { master: g.master, replicas: [...g.replicas.values()] };
+    shardOf.set(key, shard);
+    shards.push(shard);
+  }
+  const slots = new Array<Shard | undefined>(SLOT_COUNT).fill(undefined);
+  for (const r of ranges) fill(slots, shardOf.get(r.key)!, r.start, r.end);
+  return new SlotMap(shards, slots, options?.natMap ? { natMap: options.natMap } : undefined);
+}

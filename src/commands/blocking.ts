@@ -1,0 +1,40 @@
+import type { Arg } from '../types.js';
+
+const ALWAYS_BLOCKING = new Set(['BLPOP', 'BRPOP', 'BRPOPLPUSH', 'BLMOVE', 'BLMPOP', 'BZPOPMIN', 'BZPOPMAX', 'BZMPOP', 'WAIT', 'WAITAOF']);
+const TIMEOUT_LAST = new Set(['BLPOP', 'BRPOP', 'BRPOPLPUSH', 'BLMOVE', 'BZPOPMIN', 'BZPOPMAX', 'WAIT']);
+
+/**
+ * How long a command may block on the server, in seconds (0 = forever), or undefined when it
+ * does not block. Blocking commands must not share a multiplexed connection: they would
+ * hold up every command queued behind them.
+ */
+export function blockingSeconds(args: readonly Arg[]): number | undefined {
+  const name = String(args[0]).toUpperCase();
+  if (ALWAYS_BLOCKING.has(name)) {
+    if (TIMEOUT_LAST.has(name)) {
+      const t = Number(args[args.length - 1]);
+      // WAIT takes milliseconds, the list/zset commands take seconds.
+      return Number.isFinite(t) ? (name === 'WAIT' ? t / 1000 : t) : 0;
+    }
+    if (name === 'BLMPOP' || name === 'BZMPOP') {
+      const t = Number(args[1]);
+      return Number.isFinite(t) ? t : 0;
+    }
+    return 0;
+  }
+  if (name === 'XREAD' || name === 'XREADGROUP') {
+    for (let i = 1; i < args.length - 1; i++) {
+      const a = String(args[i]).toUpperCase();
+      if (a === 'STREAMS') break;
+      if (a === 'BLOCK') return Number(args[i + 1]) / 1000;
+    }
+  }
+  return undefined;
+}
+
+const PUBSUB = /^(p|s)?(un)?subscribe$|^monitor$/i;
+
+/** Commands that turn a connection into a pub/sub or monitor connection. */
+export function isSubscribeCommand(args: readonly Arg[]): boolean {
+  return PUBSUB.test(String(args[0]));
+}

@@ -1,0 +1,432 @@
+import net from 'node:net';
+import tls from 'node:tls';
+import { EventEmitter } from 'eventemitter3';
+import {
+  AuthenticationError, ConnectionError, ProtocolError, RedisError, TimeoutError, UncertainWriteError,
+} from '../errors.js';
+import { encodeCommand } from '../resp/encoder.js';
+import { RespDecoder, type DecodedValue } from '../resp/decoder.js';
+import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
+import { Fifo } from './queue.js';
+import type { ResolvedConnectionOptions } from './options.js';
+
+/** Per-command options understood by a connection. */
+export interface SendOptions {
+  /** Deadline in ms for this command; 0 disables; undefined uses `commandTimeout`. */
+  timeout?: number;
+  /** Aborts the command: rejected with `signal.reason`; if already written, its late reply is discarded. */
+  signal?: AbortSignal;
+  /** Decode bulk strings of this reply as Buffers. */
+  returnBuffers?: boolean;
+  /** A blocking command (BLPOP, XREAD BLOCK …): exempt from `socketTimeout` while it waits. */
+  blocking?: boolean;
+  /** Receives RESP3 attributes that came with the reply. */
+  onAttributes?: (attributes: Map<Reply, Reply>) => void;
+}
+
+/** Events of one connection. */
+export interface ConnectionEvents {
+  /** The socket closed; `error` says why, undefined for a requested close. */
+  close: [error: Error | undefined];
+  /** A pub/sub message or other out-of-band push: `['message', channel, payload]`, `['pmessage', pattern, channel, payload]`. */
+  push: [value: Reply[]];
+}
+
+const QUEUED = 0;
+const WRITTEN = 1;
+const SETTLED = 2;
+
+class Command {
+  state = QUEUED;
+  timer = 0; // deadline in epoch ms; 0 = none
+  abort: (() => void) | undefined;
+  constructor(
+    readonly name: string,
+    readonly encoded: string | Array<string | Buffer>,
+    readonly resolve: (v: Reply) => void,
+    readonly reject: (e: Error) => void,
+    readonly buffers: boolean,
+    readonly blocking: boolean,
+    readonly subscribe: boolean,
+    readonly signal: AbortSignal | undefined,
+    readonly onAttributes: ((a: Map<Reply, Reply>) => void) | undefined,
+  ) {}
+}
+
+const SUBSCRIBE_RE = /^[ps]?subscribe$/i;
+const CONFIRM = new Set(['subscribe', 'psubscribe', 'ssubscribe']);
+const MESSAGE = new Set(['message', 'pmessage', 'smessage']);
+
+let nextId = 1;
+
+/**
+ * One socket to one node with a FIFO of in-flight commands.
+ *
+ * Commands sent in the same tick are written with one socket write (automatic pipelining).
+ * A connection never reconnects: when it breaks it rejects what it holds and closes, and
+ * its owner (a pool or a lane) makes a new one. Commands that were never written reject
+ * with `ConnectionError` (safe to retry); written ones with `UncertainWriteError`.
+ */
+export class Connection extends EventEmitter<ConnectionEvents> {
+  /** Unique id, for logs and stats. */
+  readonly id = nextId++;
+  /** Set by the pool that owns it: the target generation it was made for. */
+  generation = 0;
+  /** Set when the owner must not reuse it (e.g. it entered pub/sub mode). */
+  dirty = false;
+  readonly address: NodeAddress;
+  private readonly label: string;
+  private readonly socket: net.Socket;
+  private readonly decoder: RespDecoder;
+  private readonly opts: ResolvedConnectionOptions;
+  private toWrite: Command[] = [];
+  private readonly inflight = new Fifo<Command>();
+  private flushScheduled = false;
+  private closedError: Error | undefined;
+  private isClosed = false;
+  private isReady = false;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = 0;
+  private lastActivity = 0;
+  private blockingInflight = 0;
+  private subscribed = false;
+
+  private constructor(address: NodeAddress, opts: ResolvedConnectionOptions, socket: net.Socket) {
+    super();
+    this.address = address;
+    this.label = formatAddress(address);
+    this.opts = opts;
+    this.socket = socket;
+    this.decoder = new RespDecoder({
+      maxReplyBytes: opts.maxReplyBytes,
+      onReply: (v, attrs) => this.onReply(v, attrs),
+      onPush: (v) => this.onPush(v),
+      onProtocolError: (e) => this.destroy(new ProtocolError(`${e.message} (from ${this.label}); the connection was dropped.`, { cause: e })),
+      wantBuffers: () => this.inflight.peek()?.buffers ?? false,
+    });
+    socket.on('data', (chunk: Buffer) => {
+      this.lastActivity = Date.now();
+      this.decoder.feed(chunk);
+    });
+    socket.on('error', (err) => this.destroy(new ConnectionError(`Connection to ${this.label} failed: ${err.message}`, { cause: err, address })));
+    socket.on('close', () => this.destroy(new ConnectionError(`Connection to ${this.label} was closed by the server or the network.`, { address })));
+  }
+
+  /**
+   * Opens a connection and runs the handshake (HELLO or AUTH/SELECT/CLIENT SETNAME, then
+   * `extraHandshake`, e.g. READONLY), all within `connectTimeout`.
+   */
+  static async connect(address: NodeAddress, opts: ResolvedConnectionOptions, extraHandshake: Arg[][] = []): Promise<Connection> {
+    const label = formatAddress(address);
+    const socket = opts.tls
+      ? tls.connect({ ...opts.tls, host: address.host, port: address.port, servername: opts.tls.servername ?? (net.isIP(address.host) ? undefined : address.host) })
+      : net.connect({ host: address.host, port: address.port });
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 10_000);
+    const conn = new Connection(address, opts, socket);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = opts.connectTimeout > 0
+      ? new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            const err = new TimeoutError(`Connecting to ${label} took longer than connectTimeout (${opts.connectTimeout} ms).`, { address });
+            conn.destroy(err);
+            reject(err);
+          }, opts.connectTimeout);
+        })
+      : undefined;
+    try {
+      const work = (async () => {
+        await new Promise<void>((resolve, reject) => {
+          if (conn.isClosed) return reject(conn.closedError);
+          socket.once(opts.tls ? 'secureConnect' : 'connect', () => resolve());
+          conn.once('close', (e) => reject(e));
+        });
+        await conn.handshake(extraHandshake);
+      })();
+      await (deadline ? Promise.race([work, deadline]) : work);
+      conn.isReady = true;
+      return conn;
+    } catch (err) {
+      conn.destroy(err as Error);
+      throw err;
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+
+  private async handshake(extra: Arg[][]): Promise<void> {
+    const o = this.opts;
+    const steps: Array<{ args: Arg[]; what: string }> = [];
+    if (o.protocol === 3) {
+      const hello: Arg[] = ['HELLO', '3'];
+      if (o.password !== undefined) hello.push('AUTH', o.username ?? 'default', o.password);
+      if (o.clientName) hello.push('SETNAME', o.clientName);
+      steps.push({ args: hello, what: 'HELLO 3' });
+    } else {
+      if (o.password !== undefined) steps.push({ args: o.username ? ['AUTH', o.username, o.password] : ['AUTH', o.password], what: 'AUTH' });
+      if (o.clientName) steps.push({ args: ['CLIENT', 'SETNAME', o.clientName], what: 'CLIENT SETNAME' });
+    }
+    if (o.db) steps.push({ args: ['SELECT', o.db], what: `SELECT ${o.db}` });
+    for (const args of extra) steps.push({ args, what: String(args[0]) });
+    if (steps.length === 0) return;
+    // One write for the whole handshake; the first failure is the one reported.
+    const results = await Promise.all(steps.map((s) => this.send(s.args, { timeout: 0 }).then((v) => v, (e: Error) => e)));
+    for (let i = 0; i < steps.length; i++) {
+      const r = results[i];
+      if (!(r instanceof Error)) continue;
+      if (!(r instanceof RedisError)) throw r;
+      const step = steps[i]!;
+      const user = o.username ?? 'default';
+      if (r.code === 'WRONGPASS' || r.code === 'NOAUTH' || /AUTH|password/i.test(r.message) && (step.what === 'AUTH' || step.what === 'HELLO 3')) {
+        throw new AuthenticationError(
+          `Authentication failed for user "${user}" at ${this.label}: ${r.message} Check username and password.`,
+          { cause: r, address: this.address },
+        );
+      }
+      if (step.what === 'HELLO 3' && (r.code === 'NOPROTO' || /unknown command/i.test(r.message))) {
+        throw new ConnectionError(`${this.label} does not support RESP3 (HELLO 3 failed: ${r.message}); use protocol: 2.`, { cause: r, address: this.address });
+      }
+      throw new ConnectionError(`Handshake with ${this.label} failed at ${step.what}: ${r.message}`, { cause: r, address: this.address });
+    }
+  }
+
+  /** True until the socket closes. */
+  get isOpen(): boolean {
+    return !this.isClosed;
+  }
+
+  /** True once the handshake passed and the socket is still open. */
+  get ready(): boolean {
+    return this.isReady && !this.isClosed;
+  }
+
+  /** Commands written and waiting for a reply, plus commands not yet written. */
+  get pending(): number {
+    return this.inflight.length + this.toWrite.length;
+  }
+
+  /** Why it closed, if it did. */
+  get closeReason(): Error | undefined {
+    return this.closedError;
+  }
+
+  /**
+   * Sends one command. Resolves with its reply; a server error reply rejects with
+   * `RedisError`; a connection failure with `ConnectionError` / `UncertainWriteError`.
+   */
+  send(args: readonly Arg[], options?: SendOptions): Promise<Reply> {
+    return new Promise<Reply>((resolve, reject) => {
+      if (this.isClosed) {
+        reject(new ConnectionError(`Connection to ${this.label} is closed; the command was not sent.`, { cause: this.closedError, address: this.address }));
+        return;
+      }
+      const signal = options?.signal;
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      let encoded;
+      try {
+        encoded = encodeCommand(args);
+      } catch (e) {
+        reject(e as Error);
+        return;
+      }
+      const name = typeof args[0] === 'string' ? args[0] : String(args[0]);
+      const subscribe = name.length >= 9 && name.length <= 10 && SUBSCRIBE_RE.test(name);
+      const cmd = new Command(name, encoded, resolve, reject, options?.returnBuffers ?? false, options?.blocking ?? false, subscribe, signal, options?.onAttributes);
+      const timeout = options?.timeout ?? this.opts.commandTimeout;
+      if (timeout > 0) {
+        cmd.timer = Date.now() + timeout;
+        this.arm(cmd.timer);
+      }
+      if (signal) {
+        const onAbort = () => this.expire(cmd, signal.reason as Error);
+        signal.addEventListener('abort', onAbort, { once: true });
+        cmd.abort = () => signal.removeEventListener('abort', onAbort);
+      }
+      this.toWrite.push(cmd);
+      if (subscribe) {
+        // One confirmation arrives per channel; the extra entries absorb them in order.
+        for (let i = 2; i < args.length; i++) {
+          const extra = new Command(name, '', () => {}, () => {}, false, false, true, undefined, undefined);
+          extra.state = QUEUED;
+          this.toWrite.push(extra);
+        }
+        this.dirty = true;
+      }
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        process.nextTick(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.isClosed || this.toWrite.length === 0) return;
+    const batch = this.toWrite;
+    this.toWrite = [];
+    if (this.inflight.length === 0) this.lastActivity = Date.now();
+    let text = '';
+    let parts: Array<string | Buffer> | undefined;
+    for (const cmd of batch) {
+      if (cmd.state === SETTLED && cmd.encoded !== '') continue; // timed out or aborted before the write: never sent
+      cmd.state = cmd.state === SETTLED ? SETTLED : WRITTEN;
+      if (cmd.blocking) this.blockingInflight++;
+      this.inflight.push(cmd);
+      const e = cmd.encoded;
+      if (typeof e === 'string') text += e;
+      else {
+        parts ??= [];
+        if (text) parts.push(text);
+        text = '';
+        for (const p of e) parts.push(p);
+      }
+    }
+    if (parts === undefined) {
+      if (text) this.socket.write(text);
+    } else {
+      if (text) parts.push(text);
+      this.socket.cork();
+      for (const p of parts) this.socket.write(p);
+      process.nextTick(() => this.socket.uncork());
+    }
+    if (this.opts.socketTimeout > 0) this.arm(this.lastActivity + this.opts.socketTimeout);
+  }
+
+  private onReply(value: DecodedValue, attrs: Map<Reply, Reply> | undefined): void {
+    if (this.subscribed && Array.isArray(value) && value.length >= 3 && typeof value[0] === 'string') {
+      // RESP2 pub/sub: messages arrive as ordinary arrays in the reply stream.
+      if (MESSAGE.has(value[0])) {
+        this.emit('push', value);
+        return;
+      }
+    }
+    const cmd = this.inflight.shift();
+    if (cmd === undefined) {
+      this.destroy(new ProtocolError(`${this.label} sent a reply that no command was waiting for; the connection was dropped.`));
+      return;
+    }
+    if (cmd.blocking) this.blockingInflight--;
+    if (cmd.subscribe && Array.isArray(value) && typeof value[0] === 'string' && CONFIRM.has(value[0])) this.subscribed = true;
+    if (cmd.state === SETTLED) return; // its caller gave up (timeout or abort); the late reply is dropped
+    this.settle(cmd);
+    if (value instanceof RedisError) {
+      value.address = this.address;
+      cmd.reject(value);
+    } else {
+      if (attrs && cmd.onAttributes) cmd.onAttributes(attrs);
+      cmd.resolve(value);
+    }
+  }
+
+  private onPush(value: Reply[]): void {
+    // RESP3: subscribe confirmations are pushes, and they complete the SUBSCRIBE command.
+    const head = this.inflight.peek();
+    if (head?.subscribe && typeof value[0] === 'string' && CONFIRM.has(value[0])) {
+      this.subscribed = true;
+      this.inflight.shift();
+      if (head.state !== SETTLED) {
+        this.settle(head);
+        head.resolve(value);
+      }
+      return;
+    }
+    this.emit('push', value);
+  }
+
+  private settle(cmd: Command): void {
+    cmd.state = SETTLED;
+    if (cmd.abort) cmd.abort();
+  }
+
+  /** A command's caller gives up on it (deadline or abort). */
+  private expire(cmd: Command, err: Error): void {
+    if (cmd.state === SETTLED) return;
+    const wasWritten = cmd.state === WRITTEN;
+    this.settle(cmd);
+    if (!wasWritten) {
+      const i = this.toWrite.indexOf(cmd);
+      if (i !== -1) this.toWrite.splice(i, 1);
+    }
+    cmd.reject(err);
+  }
+
+  private arm(at: number): void {
+    if (this.timer !== undefined && at >= this.timerAt) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.onTimer(), Math.max(0, at - Date.now()));
+  }
+
+  /** One timer per connection serves every command deadline and the socket inactivity check. */
+  private onTimer(): void {
+    this.timer = undefined;
+    if (this.isClosed) return;
+    const now = Date.now();
+    let next = Infinity;
+    const check = (cmd: Command) => {
+      if (cmd.state === SETTLED || cmd.timer === 0) return;
+      if (cmd.timer <= now) {
+        const sent = cmd.state === WRITTEN;
+        this.expire(cmd, new TimeoutError(
+          `${cmd.name} to ${this.label} got no reply within its timeout; ${sent ? 'it was sent and may have executed' : 'it was not sent'}.`,
+          { address: this.address, sent },
+        ));
+      } else if (cmd.timer < next) next = cmd.timer;
+    };
+    for (const cmd of this.inflight) check(cmd);
+    for (const cmd of [...this.toWrite]) check(cmd);
+    const st = this.opts.socketTimeout;
+    if (st > 0 && this.inflight.length > 0 && this.blockingInflight === 0) {
+      const idleSince = this.lastActivity;
+      if (now - idleSince >= st) {
+        const cause = new TimeoutError(`No data from ${this.label} for ${now - idleSince} ms (socketTimeout ${st} ms) while ${this.inflight.length} commands waited.`, { address: this.address, sent: true });
+        this.destroy(new ConnectionError(`Connection to ${this.label} stopped answering; it was dropped.`, { cause, address: this.address }));
+        return;
+      }
+      next = Math.min(next, idleSince + st);
+    }
+    if (next !== Infinity) this.arm(next);
+  }
+
+  /**
+   * Closes the socket now. Unwritten commands reject with `ConnectionError`, written ones
+   * with `UncertainWriteError`; both carry `error` as their cause.
+   */
+  destroy(error?: Error): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.closedError = error;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.socket.destroy();
+    const label = this.label;
+    const why = error ? `: ${error.message}` : '';
+    for (const cmd of this.inflight.drain()) {
+      if (cmd.state === SETTLED) continue;
+      this.settle(cmd);
+      cmd.reject(new UncertainWriteError(`${cmd.name} was sent to ${label} but the connection closed before its reply${why}; it may have executed.`, { cause: error, address: this.address }));
+    }
+    const queued = this.toWrite;
+    this.toWrite = [];
+    for (const cmd of queued) {
+      if (cmd.state === SETTLED) continue;
+      this.settle(cmd);
+      cmd.reject(new ConnectionError(`${cmd.name} was not sent: the connection to ${label} closed${why}.`, { cause: error, address: this.address }));
+    }
+    this.emit('close', error);
+    this.removeAllListeners('push');
+  }
+
+  /** Waits for every pending reply (bounded by `timeoutMs`), then closes. */
+  async close(timeoutMs = 0): Promise<void> {
+    if (this.isClosed) return;
+    if (this.pending > 0 && timeoutMs > 0) {
+      const probe = this.send(['PING'], { timeout: timeoutMs }).catch(() => undefined);
+      await probe;
+    }
+    this.destroy(undefined);
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * redis-ha-pool: one pool API for a standalone Redis server, a Sentinel-managed master and a
+ * Redis Cluster.
+ * @packageDocumentation
+ */
+export { StandalonePool, type StandaloneOptions, type StandaloneStats, type CommonOptions } from './standalone.js';
+export { BasePool, Batch, CommandView, Lease, type BatchResult, type PoolEvents } from './pool/surface.js';
+export type { CallOptions } from './pool/call-options.js';
+export type { PoolOptions } from './pool/options.js';
+export type { NodePoolStats } from './pool/node-pool.js';
+export type { ConnectionOptions } from './connection/options.js';
+export type { Commands, SetOptions, ScanOptions } from './commands/helpers.js';
+export type { Address, Arg, NodeAddress, Reply } from './types.js';
+export {
+  RedisError, ConnectionError, UncertainWriteError, AuthenticationError, TimeoutError, ProtocolError, PoolClosedError,
+  QueueFullError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
+  type RedirectAttempt,
+} from './errors.js';
+export { keySlot } from './cluster/slot.js';

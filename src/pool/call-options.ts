@@ -1,0 +1,41 @@
+import { checkBoolean, checkKnown, checkNumber, checkObject } from '../options.js';
+
+/** Per-call options, given through `pool.with(options)` so they can never be mistaken for command arguments. */
+export interface CallOptions {
+  /** Abort the command: it rejects with `signal.reason`; if it was already sent, its late reply is discarded. */
+  signal?: AbortSignal;
+  /** Deadline in ms for this call, covering waits and retries; 0 disables. Default: `commandTimeout`. */
+  timeout?: number;
+  /** Bulk string replies as Buffers instead of strings. */
+  returnBuffers?: boolean;
+  /** The command may run twice without harm: retry it on a new connection even when it may have executed. */
+  idempotent?: boolean;
+}
+
+/** Call options after validation, with an absolute deadline. */
+export interface ResolvedCall {
+  signal: AbortSignal | undefined;
+  /** Epoch ms, or 0 for none. */
+  deadline: number;
+  returnBuffers: boolean;
+  idempotent: boolean;
+  /** The command blocks on the server (BLPOP …): exempt from the socket inactivity check. */
+  blocking: boolean;
+  /** Milliseconds the whole call may take (0 = unbounded), for messages. */
+  budget: number;
+}
+
+/** Validates per-call options. */
+export function checkCallOptions(o: CallOptions): void {
+  checkObject('with(options)', o);
+  checkKnown('with', o, ['signal', 'timeout', 'returnBuffers', 'idempotent']);
+  checkNumber('with.timeout', o.timeout);
+  checkBoolean('with.returnBuffers', o.returnBuffers);
+  checkBoolean('with.idempotent', o.idempotent);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new TypeError('Option with.signal must be an AbortSignal.');
+}
+
+/** Milliseconds left before `deadline` (Infinity when there is none). */
+export function remaining(c: ResolvedCall): number {
+  return c.deadline === 0 ? Infinity : c.deadline - Date.now();
+}

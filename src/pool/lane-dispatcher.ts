@@ -1,0 +1,96 @@
+import { isReadOnlyCommand } from '../commands/readonly.js';
+import { ConnectionError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { formatAddress, type Arg, type Reply } from '../types.js';
+import type { Connection } from '../connection/connection.js';
+import { remaining, type ResolvedCall } from './call-options.js';
+import type { NodePool } from './node-pool.js';
+import { runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseHandle } from './surface.js';
+
+/**
+ * Whether a failed attempt may be sent again: never-written commands always may; written
+ * ones only when read-only or marked idempotent (they may have executed).
+ */
+export function mayRetry(err: unknown, args: readonly Arg[], call: ResolvedCall): boolean {
+  if (err instanceof UncertainWriteError) return call.idempotent || isReadOnlyCommand(String(args[0]));
+  if (err instanceof ConnectionError) return !(err.name === 'AuthenticationError');
+  return false;
+}
+
+/** Waits for `p` until the call's deadline. */
+export function withinDeadline<T>(p: Promise<T>, call: ResolvedCall, what: () => string): Promise<T> {
+  const left = remaining(call);
+  if (left === Infinity) return p;
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new TimeoutError(what(), { sent: false })), Math.max(0, left));
+    p.then((v) => { clearTimeout(t); resolve(v); }, (e) => { clearTimeout(t); reject(e); });
+  });
+}
+
+/**
+ * Runs commands on one node pool: `call()` over the multiplexed lane, retrying on a fresh
+ * connection what provably was not sent (and written read-only or idempotent commands)
+ * until the call's deadline. Without a deadline, retries stop after `connectTimeout`.
+ */
+export class LaneDispatcher implements Dispatcher {
+  constructor(
+    protected readonly node: NodePool,
+    readonly commandTimeout: number,
+    private readonly retryWindow: number,
+    private readonly isClosed: () => boolean,
+  ) {}
+
+  async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
+    const started = Date.now();
+    for (;;) {
+      const conn = this.node.laneSync() ?? (await this.laneFor(call, args));
+      try {
+        return await conn.send(args, sendOptions(call));
+      } catch (err) {
+        this.retryOrThrow(err, args, call, started);
+      }
+    }
+  }
+
+  /** Throws unless the failed attempt may be retried within the call's budget. */
+  protected retryOrThrow(err: unknown, args: readonly Arg[], call: ResolvedCall, started: number): void {
+    if (this.isClosed()) throw err instanceof PoolClosedError ? err : new PoolClosedError(undefined, { cause: err });
+    if (!mayRetry(err, args, call)) throw err;
+    if (call.signal?.aborted) throw call.signal.reason;
+    const left = call.deadline === 0 ? this.retryWindow - (Date.now() - started) : remaining(call);
+    if (left <= 0) {
+      throw new TimeoutError(`${String(args[0])} to ${formatAddress(this.node.target)} could not be completed within its deadline; last error: ${(err as Error).message}`, { cause: err, sent: err instanceof UncertainWriteError });
+    }
+  }
+
+  protected laneFor(call: ResolvedCall, args: readonly Arg[]): Promise<Connection> {
+    return withinDeadline(this.node.lane(), call, () => `${String(args[0])} could not reach ${formatAddress(this.node.target)} within its deadline.`);
+  }
+
+  async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
+    if (transaction) {
+      const h = await this.lease(undefined);
+      try {
+        return await runBatchOn(h.conn, cmds, call, true);
+      } finally {
+        h.release();
+      }
+    }
+    const started = Date.now();
+    for (;;) {
+      const conn = this.node.laneSync() ?? (await this.laneFor(call, cmds[0]!));
+      const results = (await runBatchOn(conn, cmds, call, false))!;
+      // Nothing was written (the connection broke first): the whole batch may go again.
+      const first = results[0];
+      if (results.every((r) => r instanceof ConnectionError && !(r instanceof UncertainWriteError))) {
+        this.retryOrThrow(first, ['PIPELINE'], call, started);
+        continue;
+      }
+      return results;
+    }
+  }
+
+  async lease(_key?: Arg): Promise<LeaseHandle> {
+    const conn = await this.node.acquire();
+    return { conn, release: () => this.node.release(conn) };
+  }
+}

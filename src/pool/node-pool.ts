@@ -1,0 +1,315 @@
+import { EventEmitter } from 'eventemitter3';
+import genericPool from 'generic-pool';
+import { Connection } from '../connection/connection.js';
+import type { ResolvedConnectionOptions } from '../connection/options.js';
+import { ConnectionError, PoolClosedError, TimeoutError } from '../errors.js';
+import { formatAddress, type Arg, type NodeAddress } from '../types.js';
+import { backoffDelay, sleep } from './backoff.js';
+import type { ResolvedPoolOptions } from './options.js';
+
+/** Events of a node pool; the facades re-emit them. */
+export interface NodePoolEvents {
+  connect: [info: { address: NodeAddress; connectionId: number; generation: number }];
+  close: [info: { address: NodeAddress; connectionId: number; generation: number; error: Error | undefined }];
+  error: [error: Error];
+}
+
+/** Extra behaviour of a node pool. */
+export interface NodePoolHooks {
+  /** Commands sent after the handshake on every new connection (e.g. READONLY on cluster replicas). */
+  handshake?: Arg[][];
+  /** Called when a connection of the current generation closes with an error (Sentinel uses it as a re-discovery trigger). */
+  onConnectionLost?: (error: Error, conn: Connection) => void;
+}
+
+interface LaneSlot {
+  conn: Connection | undefined;
+  connecting: Promise<Connection> | undefined;
+}
+
+/** A snapshot of one node pool. */
+export interface NodePoolStats {
+  address: NodeAddress;
+  generation: number;
+  lanes: { connected: number; total: number; pending: number };
+  exclusive: { size: number; available: number; borrowed: number; waiting: number; max: number; min: number };
+}
+
+/**
+ * The connections to one target node: a few long-lived multiplexed "lanes" for `call()`,
+ * and a generic-pool of exclusive connections for `use()` and transactions.
+ *
+ * The target can be swapped at run time (Sentinel failover). A swap bumps the generation:
+ * idle connections of the old generation are destroyed at once, borrowed ones when they are
+ * released, lanes stop taking commands and close once their replies are in, and validation
+ * on borrow refuses any connection of an older generation.
+ */
+export class NodePool extends EventEmitter<NodePoolEvents> {
+  private gen = 1;
+  private current: NodeAddress;
+  private readonly pool: genericPool.Pool<Connection>;
+  private readonly lanes: LaneSlot[];
+  private rr = 0;
+  private readonly all = new Set<Connection>();
+  private readonly borrowed = new Set<Connection>();
+  private failures = 0;
+  private lastCreateError: Error | undefined;
+  private closed = false;
+  private readonly closing = new AbortController();
+
+  constructor(
+    target: NodeAddress,
+    private readonly connOpts: ResolvedConnectionOptions,
+    private readonly poolOpts: ResolvedPoolOptions,
+    private readonly hooks: NodePoolHooks = {},
+  ) {
+    super();
+    this.current = { host: target.host, port: target.port };
+    this.lanes = Array.from({ length: poolOpts.lanes }, () => ({ conn: undefined, connecting: undefined }));
+    this.pool = genericPool.createPool<Connection>(
+      {
+        create: () => this.create(),
+        destroy: async (conn) => conn.destroy(),
+        // Must never reject (generic-pool leaves a rejected validation unhandled).
+        validate: async (conn) => {
+          if (!conn.ready || conn.dirty || conn.generation !== this.gen) return false;
+          if (!this.poolOpts.testOnBorrow) return true;
+          try {
+            await conn.send(['PING'], { timeout: this.connOpts.connectTimeout || 1000 });
+            return true;
+          } catch {
+            return false;
+          }
+        },
+      },
+      {
+        min: poolOpts.min,
+        max: poolOpts.max,
+        acquireTimeoutMillis: poolOpts.acquireTimeoutMillis,
+        idleTimeoutMillis: poolOpts.idleTimeoutMillis,
+        evictionRunIntervalMillis: poolOpts.evictionRunIntervalMillis,
+        testOnBorrow: true,
+        fifo: false,
+      },
+    );
+    // generic-pool retries failed creates itself; the errors reach callers through acquire timeouts.
+    this.pool.on('factoryCreateError', () => {});
+    this.pool.on('factoryDestroyError', () => {});
+  }
+
+  /** The node connections are made to now. */
+  get target(): NodeAddress {
+    return this.current;
+  }
+
+  /** Bumped by every swap. */
+  get generation(): number {
+    return this.gen;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Opens one connection to the current target, after a backoff if the last attempts failed. */
+  private async create(): Promise<Connection> {
+    for (;;) {
+      if (this.closed) throw new PoolClosedError();
+      const gen = this.gen;
+      if (this.failures > 0) {
+        await sleep(backoffDelay(this.failures - 1, this.poolOpts.reconnect), this.closing.signal);
+        if (this.closed) throw new PoolClosedError();
+        if (gen !== this.gen) continue;
+      }
+      const target = this.current;
+      let conn: Connection;
+      try {
+        conn = await Connection.connect(target, this.connOpts, this.hooks.handshake);
+      } catch (err) {
+        if (gen === this.gen) this.failures++;
+        this.lastCreateError = err as Error;
+        this.emit('error', err as Error);
+        throw err;
+      }
+      if (this.closed || gen !== this.gen) {
+        conn.destroy();
+        if (this.closed) throw new PoolClosedError();
+        continue; // the target moved while we connected: connect to the new one
+      }
+      this.failures = 0;
+      conn.generation = gen;
+      this.all.add(conn);
+      conn.once('close', (error) => {
+        this.all.delete(conn);
+        this.emit('close', { address: conn.address, connectionId: conn.id, generation: conn.generation, error });
+        if (error && !this.closed && conn.generation === this.gen) this.hooks.onConnectionLost?.(error, conn);
+      });
+      this.emit('connect', { address: target, connectionId: conn.id, generation: gen });
+      return conn;
+    }
+  }
+
+  /** A ready lane of the current generation, or undefined when one must be (re)connected first. */
+  laneSync(): Connection | undefined {
+    const n = this.lanes.length;
+    const slot = this.lanes[n === 1 ? 0 : this.rr++ % n]!;
+    const c = slot.conn;
+    return c !== undefined && c.ready && c.generation === this.gen ? c : undefined;
+  }
+
+  /** A lane of the current generation, connecting it if needed. */
+  lane(): Promise<Connection> {
+    if (this.closed) return Promise.reject(new PoolClosedError());
+    const n = this.lanes.length;
+    // Prefer a ready lane; else join or start a connect on the first slot that needs one.
+    for (let i = 0; i < n; i++) {
+      const slot = this.lanes[(this.rr + i) % n]!;
+      const c = slot.conn;
+      if (c !== undefined && c.ready && c.generation === this.gen) {
+        this.rr = (this.rr + i + 1) % n;
+        return Promise.resolve(c);
+      }
+    }
+    const slot = this.lanes[this.rr++ % n]!;
+    if (slot.connecting === undefined) {
+      const p = this.create().then(
+        (conn) => {
+          if (slot.connecting === p) slot.connecting = undefined;
+          if (conn.generation !== this.gen || this.closed) {
+            conn.destroy();
+            throw new ConnectionError(`The target changed while connecting to ${formatAddress(conn.address)}; the command was not sent.`, { address: conn.address });
+          }
+          const old = slot.conn;
+          slot.conn = conn;
+          if (old && old !== conn) this.retire(old);
+          return conn;
+        },
+        (err: Error) => {
+          if (slot.connecting === p) slot.connecting = undefined;
+          throw err;
+        },
+      );
+      slot.connecting = p;
+    }
+    return slot.connecting!;
+  }
+
+  /** Borrows an exclusive connection (for `use()` and MULTI). Pair with {@link release}. */
+  async acquire(): Promise<Connection> {
+    if (this.closed) throw new PoolClosedError();
+    let conn: Connection;
+    try {
+      conn = await this.pool.acquire();
+    } catch (err) {
+      if (this.closed) throw new PoolClosedError(undefined, { cause: err });
+      if ((err as Error).name === 'TimeoutError') {
+        throw new TimeoutError(
+          `No connection to ${formatAddress(this.current)} became free within acquireTimeoutMillis (${this.poolOpts.acquireTimeoutMillis} ms)` +
+            (this.lastCreateError && this.failures > 0 ? `; the last connection attempt failed: ${this.lastCreateError.message}` : '; raise pool.max or release leases sooner') + '.',
+          { cause: this.failures > 0 ? this.lastCreateError : err, address: this.current },
+        );
+      }
+      throw err;
+    }
+    this.borrowed.add(conn);
+    return conn;
+  }
+
+  /** Returns a borrowed connection; a broken, dirty or old-generation one is destroyed instead. */
+  release(conn: Connection): void {
+    if (!this.borrowed.delete(conn)) return;
+    if (!conn.ready || conn.dirty || conn.generation !== this.gen || this.closed) {
+      conn.destroy();
+      void this.pool.destroy(conn).catch(() => {});
+    } else {
+      void this.pool.release(conn).catch(() => {});
+    }
+  }
+
+  /**
+   * Points the pool at another node. Returns false when it already points there.
+   * After it returns no new command is written to the old node.
+   */
+  swap(target: NodeAddress): boolean {
+    if (this.closed || (target.host === this.current.host && target.port === this.current.port)) return false;
+    this.gen++;
+    this.current = { host: target.host, port: target.port };
+    this.failures = 0;
+    for (const slot of this.lanes) {
+      const old = slot.conn;
+      slot.conn = undefined;
+      slot.connecting = undefined;
+      if (old) this.retire(old);
+    }
+    for (const conn of this.all) {
+      if (!this.borrowed.has(conn) && !this.isLane(conn)) conn.destroy();
+    }
+    void this.pool.clear().catch(() => {});
+    return true;
+  }
+
+  /** Forces every lane of the current generation to reconnect (used after the node restarts). */
+  reconnectLanes(): void {
+    for (const slot of this.lanes) {
+      if (slot.conn && !slot.conn.ready) slot.conn = undefined;
+    }
+  }
+
+  private isLane(conn: Connection): boolean {
+    for (const slot of this.lanes) if (slot.conn === conn) return true;
+    return false;
+  }
+
+  /** A lane that left service: it takes no new command and closes once its replies are in. */
+  private retire(conn: Connection): void {
+    if (conn.pending === 0) conn.destroy();
+    else void conn.close(this.connOpts.commandTimeout || this.connOpts.socketTimeout || 5000);
+  }
+
+  /** Counts for `stats()`. */
+  stats(): NodePoolStats {
+    let connected = 0;
+    let pending = 0;
+    for (const s of this.lanes) {
+      if (s.conn?.ready) {
+        connected++;
+        pending += s.conn.pending;
+      }
+    }
+    return {
+      address: { ...this.current },
+      generation: this.gen,
+      lanes: { connected, total: this.lanes.length, pending },
+      exclusive: { size: this.pool.size, available: this.pool.available, borrowed: this.pool.borrowed, waiting: this.pool.pending, max: this.pool.max, min: this.pool.min },
+    };
+  }
+
+  /** Commands waiting on this pool's lanes. */
+  get pendingCommands(): number {
+    let n = 0;
+    for (const s of this.lanes) if (s.conn) n += s.conn.pending;
+    return n;
+  }
+
+  /**
+   * Stops new work, waits up to `timeoutMs` for replies still due and leases still out,
+   * then destroys every connection and timer.
+   */
+  async close(timeoutMs: number): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.closing.abort();
+    const waitLanes = Promise.all(this.lanes.map((s) => (s.conn ? s.conn.close(timeoutMs) : undefined)));
+    const drain = this.pool.drain().catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([waitLanes, drain]),
+      new Promise<void>((r) => { timer = setTimeout(r, timeoutMs); }),
+    ]);
+    clearTimeout(timer);
+    const why = new PoolClosedError();
+    for (const conn of [...this.all]) conn.destroy(why);
+    for (const s of this.lanes) s.conn = undefined;
+    await this.pool.clear().catch(() => {});
+  }
+}

@@ -1,0 +1,401 @@
+import { EventEmitter } from 'eventemitter3';
+import type { Connection } from '../connection/connection.js';
+import { blockingSeconds, isSubscribeCommand } from '../commands/blocking.js';
+import { HELPERS, installHelpers, type BatchCommands, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
+import { PoolClosedError, RedisError } from '../errors.js';
+import type { Arg, NodeAddress, Reply } from '../types.js';
+import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
+
+/** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
+export type BatchResult = Array<Reply | Error>;
+
+/** Events every pool emits. `error` is informational: failures always reach callers as rejections. */
+export interface PoolEvents {
+  /** A connection passed its handshake. */
+  connect: [info: { address: NodeAddress; connectionId: number }];
+  /** A connection closed; `error` is undefined when the pool closed it on purpose. */
+  close: [info: { address: NodeAddress; connectionId: number; error: Error | undefined }];
+  /** Something failed in the background (a reconnect, a refresh). */
+  error: [error: Error];
+}
+
+/** A borrowed connection, as the pool lends it. */
+export interface LeaseHandle {
+  conn: Connection;
+  release(): void;
+}
+
+/** How a mode runs commands. Pools, views and batches are thin layers over this. */
+export interface Dispatcher {
+  /** Runs one command, with retries as the mode allows. */
+  dispatch(args: Arg[], call: ResolvedCall): Promise<Reply>;
+  /** Runs a pipeline (`transaction` false) or MULTI/EXEC (true; null when WATCH aborted it). */
+  dispatchBatch(commands: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null>;
+  /** Borrows an exclusive connection (to the node owning `key`, in a cluster). */
+  lease(key: Arg | undefined): Promise<LeaseHandle>;
+  /** Default deadline of a call in ms (0 = none). */
+  readonly commandTimeout: number;
+}
+
+/** Builds the resolved options of one call. */
+export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs: number | undefined): ResolvedCall {
+  let budget = o?.timeout ?? d.commandTimeout;
+  const blocking = blockSecs !== undefined;
+  if (blocking) budget = blockSecs === 0 || budget === 0 ? 0 : budget + blockSecs * 1000;
+  return {
+    signal: o?.signal,
+    deadline: budget > 0 ? Date.now() + budget : 0,
+    returnBuffers: o?.returnBuffers ?? false,
+    idempotent: o?.idempotent ?? false,
+    blocking,
+    budget,
+  };
+}
+
+function applyTransform(spec: CommandSpec, value: Reply): unknown {
+  return spec.transform ? spec.transform(value) : value;
+}
+
+/**
+ * The command surface shared by pools and views: `call`, the typed helpers, `pipeline`,
+ * `multi`, `use`. Blocking commands are sent on an exclusive connection automatically so
+ * they never stall the multiplexed lane.
+ */
+abstract class Runner {
+  protected abstract readonly dispatcher: Dispatcher;
+  protected abstract readonly callOptions: CallOptions | undefined;
+  protected abstract ensureOpen(): void;
+
+  /**
+   * Sends any command: `call('SET', 'k', 'v')`. Resolves with the decoded reply; a server
+   * error rejects with `RedisError`.
+   */
+  call<T = Reply>(command: string, ...args: Arg[]): Promise<T> {
+    return this.runSpec({ args: [command, ...args] }) as Promise<T>;
+  }
+
+  /** @internal */
+  runSpec(spec: CommandSpec): Promise<unknown> {
+    try {
+      this.ensureOpen();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const args = spec.args;
+    if (isSubscribeCommand(args)) {
+      return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
+    }
+    const block = spec.blockSeconds ?? blockingSeconds(args);
+    const call = resolveCall(this.dispatcher, this.callOptions, block);
+    if (block !== undefined) {
+      return this.dispatcher.lease(undefined).then(async (h) => {
+        try {
+          return applyTransform(spec, await h.conn.send(args, sendOptions(call)));
+        } finally {
+          h.release();
+        }
+      });
+    }
+    const p = this.dispatcher.dispatch(args, call);
+    return spec.transform ? p.then(spec.transform) : p;
+  }
+
+  /** Queues commands and sends them in one write; `exec()` gives each command's value or error, in order. */
+  pipeline(): Batch {
+    return new Batch((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, false), this.dispatcher, this.callOptions, false, () => this.ensureOpen());
+  }
+
+  /** MULTI/EXEC on one exclusive connection; `exec()` resolves to the results, or null if a WATCH aborted it. */
+  multi(): Batch {
+    return new Batch((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen());
+  }
+
+  /**
+   * Iterates over every key (matching `match` / `type`) with SCAN, fetching `count` keys per
+   * step. In a cluster it walks every master.
+   */
+  async *scanIterator(options?: ScanOptions): AsyncIterableIterator<string> {
+    let cursor = '0';
+    do {
+      const [next, keys] = (await this.runSpec(HELPERS.scan(cursor, options))) as [string, string[]];
+      cursor = next;
+      for (const k of keys) yield k;
+    } while (cursor !== '0');
+  }
+}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+interface Runner extends Commands {}
+installHelpers(Runner.prototype, 'runSpec');
+
+/** Send options of one call. */
+export function sendOptions(call: ResolvedCall) {
+  return {
+    timeout: call.deadline === 0 ? 0 : Math.max(1, call.deadline - Date.now()),
+    signal: call.signal,
+    returnBuffers: call.returnBuffers,
+    blocking: call.blocking,
+  };
+}
+
+/** `pool.with(options)`: the same commands, with per-call options applied. */
+export class CommandView extends Runner {
+  /** @internal */
+  constructor(
+    protected readonly dispatcher: Dispatcher,
+    protected readonly callOptions: CallOptions,
+    private readonly open: () => void,
+  ) {
+    super();
+  }
+  protected ensureOpen(): void {
+    this.open();
+  }
+  /** Another view with these options merged in. */
+  with(options: CallOptions): CommandView {
+    checkCallOptions(options);
+    return new CommandView(this.dispatcher, { ...this.callOptions, ...options }, this.open);
+  }
+  /** Exclusive borrow, with this view's options applied to the lease's commands. */
+  use<T>(fn: (lease: Lease) => Promise<T>, options?: { key?: Arg }): Promise<T> {
+    return useLease(this.dispatcher, fn, options?.key, this.callOptions, this.open);
+  }
+}
+
+/**
+ * A queue of commands sent together. Helpers and `call()` chain; `exec()` sends them.
+ * In a pipeline one failing command does not fail the others: its entry is its error.
+ */
+export class Batch {
+  private readonly cmds: Arg[][] = [];
+  private readonly specs: CommandSpec[] = [];
+  private done = false;
+
+  /** @internal */
+  constructor(
+    private readonly run: (cmds: Arg[][], call: ResolvedCall) => Promise<BatchResult | null>,
+    private readonly dispatcher: Dispatcher,
+    private readonly callOptions: CallOptions | undefined,
+    private readonly transaction: boolean,
+    private readonly open: () => void,
+  ) {}
+
+  /** Number of queued commands. */
+  get length(): number {
+    return this.cmds.length;
+  }
+
+  /** Queues any command. */
+  call(command: string, ...args: Arg[]): this {
+    return this.queueSpec({ args: [command, ...args] });
+  }
+
+  /** @internal */
+  queueSpec(spec: CommandSpec): this {
+    if (this.done) throw new TypeError('This batch was already executed; create a new one.');
+    if (isSubscribeCommand(spec.args)) throw new TypeError(`${String(spec.args[0])} cannot run in a pipeline or transaction.`);
+    this.cmds.push(spec.args);
+    this.specs.push(spec);
+    return this;
+  }
+
+  /**
+   * Sends every queued command in one write. Resolves to one entry per command, in order:
+   * its (transformed) value, or the error it got. A transaction resolves to null when a
+   * WATCHed key changed.
+   */
+  async exec(): Promise<BatchResult | null> {
+    this.open();
+    if (this.done) throw new TypeError('This batch was already executed; create a new one.');
+    this.done = true;
+    if (this.cmds.length === 0) return [];
+    const call = resolveCall(this.dispatcher, this.callOptions, undefined);
+    const results = await this.run(this.cmds, call);
+    if (results === null) return null;
+    return results.map((r, i) => (r instanceof Error ? r : applyTransform(this.specs[i]!, r) as Reply));
+  }
+}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface Batch extends BatchCommands<Batch> {}
+installHelpers(Batch.prototype, 'queueSpec');
+
+/**
+ * An exclusive connection lent by `use()`: blocking commands, WATCH, SUBSCRIBE. It goes back
+ * to the pool when `use()`'s function settles (or is destroyed if it broke or subscribed).
+ */
+export class Lease {
+  private released = false;
+  /** @internal */
+  constructor(
+    private readonly conn: Connection,
+    private readonly dispatcher: Dispatcher,
+    private readonly callOptions: CallOptions | undefined,
+  ) {}
+
+  /** The node this connection talks to. */
+  get address(): NodeAddress {
+    return this.conn.address;
+  }
+
+  private check(): void {
+    if (this.released) throw new PoolClosedError('This lease was returned to the pool; use the connection only inside use().');
+  }
+
+  /** Sends any command on this connection (no retry: the connection is pinned). */
+  call<T = Reply>(command: string, ...args: Arg[]): Promise<T> {
+    return this.runSpec({ args: [command, ...args] }) as Promise<T>;
+  }
+
+  /** @internal */
+  runSpec(spec: CommandSpec): Promise<unknown> {
+    try {
+      this.check();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const call = resolveCall(this.dispatcher, this.callOptions, spec.blockSeconds ?? blockingSeconds(spec.args));
+    const p = this.conn.send(spec.args, sendOptions(call));
+    return spec.transform ? p.then(spec.transform) : p;
+  }
+
+  /** This lease with per-call options. */
+  with(options: CallOptions): Lease {
+    checkCallOptions(options);
+    return new Lease(this.conn, this.dispatcher, { ...this.callOptions, ...options });
+  }
+
+  /** A pipeline on this connection. */
+  pipeline(): Batch {
+    return new Batch((cmds, call) => runBatchOn(this.conn, cmds, call, false), this.dispatcher, this.callOptions, false, () => this.check());
+  }
+
+  /** MULTI/EXEC on this connection (after WATCH, if you sent one). */
+  multi(): Batch {
+    return new Batch((cmds, call) => runBatchOn(this.conn, cmds, call, true), this.dispatcher, this.callOptions, true, () => this.check());
+  }
+
+  /**
+   * Subscribes to channels (or patterns with `{ pattern: true }`) and calls `listener` for each
+   * message. The connection is closed rather than reused when the lease ends.
+   */
+  async subscribe(channels: string | string[], listener: (message: string, channel: string, pattern?: string) => void, options?: { pattern?: boolean }): Promise<void> {
+    this.check();
+    const list = Array.isArray(channels) ? channels : [channels];
+    if (list.length === 0) throw new TypeError('subscribe needs at least one channel.');
+    this.conn.on('push', (v) => {
+      const kind = String(v[0]);
+      if (kind === 'message') listener(String(v[2]), String(v[1]));
+      else if (kind === 'pmessage') listener(String(v[3]), String(v[2]), String(v[1]));
+    });
+    await this.conn.send([options?.pattern ? 'PSUBSCRIBE' : 'SUBSCRIBE', ...list], { timeout: this.dispatcher.commandTimeout });
+  }
+
+  /** @internal */
+  markReleased(): void {
+    this.released = true;
+  }
+}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface Lease extends Commands {}
+installHelpers(Lease.prototype, 'runSpec');
+
+/** Borrows, runs `fn`, and always gives the connection back (destroyed if it broke). */
+export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T>, key: Arg | undefined, callOptions: CallOptions | undefined, open: () => void): Promise<T> {
+  open();
+  if (typeof fn !== 'function') throw new TypeError('use(fn) needs a function that receives the lease.');
+  const h = await d.lease(key);
+  const lease = new Lease(h.conn, d, callOptions);
+  try {
+    return await fn(lease);
+  } finally {
+    lease.markReleased();
+    h.release();
+  }
+}
+
+/**
+ * Sends a batch on one connection in one write. For a transaction, wraps it in MULTI/EXEC
+ * and maps EXEC's reply back to the commands (null when WATCH aborted it).
+ */
+export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
+  const opts = sendOptions(call);
+  const settle = (p: Promise<Reply>) => p.then((v) => v, (e: Error) => e);
+  if (!transaction) return Promise.all(cmds.map((c) => settle(conn.send(c, opts))));
+  const all = await Promise.all([settle(conn.send(['MULTI'], opts)), ...cmds.map((c) => settle(conn.send(c, opts))), settle(conn.send(['EXEC'], opts))]);
+  const multi = all[0];
+  if (multi instanceof Error) throw multi;
+  const exec = all[all.length - 1];
+  if (exec instanceof Error) {
+    const queued = all.slice(1, -1).find((r) => r instanceof Error);
+    if (exec instanceof RedisError && exec.code === 'EXECABORT' && queued) {
+      throw new RedisError(exec.message, { cause: queued, address: conn.address });
+    }
+    throw exec;
+  }
+  if (exec === null) return null;
+  return (exec as Reply[]).map((r) => r as Reply | Error);
+}
+
+/**
+ * The public pool: commands, views, batches, leases and events. Each mode supplies its
+ * {@link Dispatcher} and its close/stats.
+ */
+export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends EventEmitter<Events> {
+  protected closed = false;
+  protected abstract readonly dispatcher: Dispatcher;
+  protected readonly callOptions: CallOptions | undefined = undefined;
+
+  protected ensureOpen(): void {
+    if (this.closed) throw new PoolClosedError();
+  }
+
+  /** Sends any command over the multiplexed lane (blocking commands take an exclusive connection). */
+  call<T = Reply>(command: string, ...args: Arg[]): Promise<T> {
+    return this.runSpec({ args: [command, ...args] }) as Promise<T>;
+  }
+
+  /** @internal */
+  runSpec(spec: CommandSpec): Promise<unknown> {
+    return Runner.prototype.runSpec.call(this as unknown as Runner, spec);
+  }
+
+  /** The same commands with per-call options: `pool.with({ signal, timeout, returnBuffers, idempotent }).get(k)`. */
+  with(options: CallOptions): CommandView {
+    checkCallOptions(options);
+    return new CommandView(this.dispatcher, options, () => this.ensureOpen());
+  }
+
+  /** A pipeline: queued commands go out in one write; `exec()` gives each command's value or error. */
+  pipeline(): Batch {
+    return Runner.prototype.pipeline.call(this as unknown as Runner);
+  }
+
+  /** A MULTI/EXEC transaction on one exclusive connection. */
+  multi(): Batch {
+    return Runner.prototype.multi.call(this as unknown as Runner);
+  }
+
+  /**
+   * Borrows an exclusive connection for `fn` (blocking commands, WATCH, SUBSCRIBE). It goes
+   * back even when `fn` throws, and is destroyed instead if it broke or subscribed.
+   * In a cluster, `{ key }` picks the node that owns the key.
+   */
+  use<T>(fn: (lease: Lease) => Promise<T>, options?: { key?: Arg }): Promise<T> {
+    return useLease(this.dispatcher, fn, options?.key, undefined, () => this.ensureOpen());
+  }
+
+  /** Iterates over keys with SCAN (every master in a cluster). */
+  scanIterator(options?: ScanOptions): AsyncIterableIterator<string> {
+    return Runner.prototype.scanIterator.call(this as unknown as Runner, options);
+  }
+
+  /** Stops new work, lets in-flight commands finish (bounded by `closeTimeout`), then closes every connection and timer. */
+  abstract close(): Promise<void>;
+
+  /** Same as {@link close}, for `await using pool = …`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface BasePool<Events extends PoolEvents = PoolEvents> extends Commands {}
+installHelpers(BasePool.prototype, 'runSpec');

@@ -1,0 +1,95 @@
+import { parseAddress } from './address.js';
+import { CONNECTION_OPTION_NAMES, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from './connection/options.js';
+import { checkKnown, checkNumber, checkObject } from './options.js';
+import { LaneDispatcher } from './pool/lane-dispatcher.js';
+import { NodePool, type NodePoolStats } from './pool/node-pool.js';
+import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool/options.js';
+import { BasePool, type PoolEvents } from './pool/surface.js';
+import type { Address, NodeAddress } from './types.js';
+
+/** Options of every mode besides the connection options. */
+export interface CommonOptions {
+  /** Exclusive pool and lanes. */
+  pool?: PoolOptions;
+  /** How long `close()` waits for in-flight commands and leases before destroying connections. Default 5000 ms. */
+  closeTimeout?: number;
+}
+
+/** Options of {@link StandalonePool.create}. */
+export interface StandaloneOptions extends ConnectionOptions, CommonOptions {}
+
+/** What `stats()` reports for a standalone pool. */
+export interface StandaloneStats extends NodePoolStats {
+  closed: boolean;
+}
+
+/** @internal Validates and splits the options shared by all modes. */
+export function resolveCommon(o: CommonOptions): { pool: ResolvedPoolOptions; closeTimeout: number } {
+  checkNumber('closeTimeout', o.closeTimeout);
+  return { pool: resolvePoolOptions(o.pool), closeTimeout: o.closeTimeout ?? 5000 };
+}
+
+/**
+ * A pool for one Redis server. Same API as `SentinelPool` and `ClusterPool`, so code written
+ * against it runs unchanged on the others.
+ *
+ * ```ts
+ * const pool = await StandalonePool.create('redis://localhost:6379');
+ * await pool.set('greeting', 'hello');
+ * await pool.close();
+ * ```
+ */
+export class StandalonePool extends BasePool<PoolEvents> {
+  protected readonly dispatcher: LaneDispatcher;
+  private readonly node: NodePool;
+  private readonly closeTimeout: number;
+  private closing: Promise<void> | undefined;
+
+  private constructor(address: NodeAddress, conn: ResolvedConnectionOptions, common: { pool: ResolvedPoolOptions; closeTimeout: number }) {
+    super();
+    this.closeTimeout = common.closeTimeout;
+    this.node = new NodePool(address, conn, common.pool);
+    this.node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
+    this.node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
+    this.node.on('error', (e) => this.emit('error', e));
+    this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed);
+  }
+
+  /**
+   * Connects to one server. `address` is `'host:port'`, a `redis://` / `rediss://` URL or
+   * `{ host, port }`. Resolves once a first connection has passed the handshake; rejects
+   * with that connection's error (e.g. `AuthenticationError`) otherwise.
+   */
+  static async create(address: Address, options: StandaloneOptions = {}): Promise<StandalonePool> {
+    checkObject('options', options);
+    checkKnown('', options, [...CONNECTION_OPTION_NAMES, 'pool', 'closeTimeout']);
+    const parsed = parseAddress(address, 'address');
+    const conn = resolveConnectionOptions(options, parsed);
+    const common = resolveCommon(options);
+    const pool = new StandalonePool({ host: parsed.host, port: parsed.port }, conn, common);
+    try {
+      await pool.node.lane();
+    } catch (err) {
+      await pool.close();
+      throw err;
+    }
+    return pool;
+  }
+
+  /** The server this pool talks to. */
+  get address(): NodeAddress {
+    return { ...this.node.target };
+  }
+
+  /** Generation, lane state and exclusive pool sizes. */
+  stats(): StandaloneStats {
+    return { ...this.node.stats(), closed: this.closed };
+  }
+
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
+    this.closed = true;
+    this.closing = this.node.close(this.closeTimeout);
+    return this.closing;
+  }
+}

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// Integration tests start real redis-server / redis-sentinel processes: run files in separate
+// forks, a couple at a time (the CI machine has 2 cores), with generous hook timeouts.
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    maxWorkers: 2,
+    teardownTimeout: 30_000,
+  },
+});
