@@ -17,3 +17,5 @@ export {
   type RedirectAttempt,
 } from './errors.js';
 export { keySlot } from './cluster/slot.js';
+export { SentinelPool, type SentinelEvents, type SentinelStats, type FailoverEvent, type DetectedBy } from './sentinel/sentinel-pool.js';
+export type { SentinelOptions, NatMap } from './sentinel/options.js';

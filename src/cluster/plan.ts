@@ -201,7 +201,7 @@ function aggregate(replies: readonly Reply[]): Reply {
  * - none (keyless fan-out such as KEYS, RANDOMKEY): arrays concatenated, sets united, maps
  *   merged, scalars give the first non-null reply. SCAN is not a fan-out and is not handled.
  *
- * Apart from `one_succeeded` and `special`, any error among the replies is thrown.
+ * Apart from `one_succeeded`, any error among the replies is thrown.
  */
 export function mergeFanout(responsePolicy: string | undefined, replies: readonly (Reply | Error)[]): Reply {
   if (responsePolicy === 'one_succeeded') {
@@ -209,10 +209,10 @@ export function mergeFanout(responsePolicy: string | undefined, replies: readonl
     if (ok !== undefined) return ok as Reply;
     throw firstError(replies) ?? new TypeError('one_succeeded: no replies');
   }
-  if (responsePolicy === 'special') return replies.map((r) => (r instanceof Error ? r : r)) as Reply[];
   const err = firstError(replies);
   if (err) throw err;
   const rs = replies as readonly Reply[];
+  if (responsePolicy === 'special') return rs.slice();
   if (rs.length === 0) throw new TypeError(`${responsePolicy ?? 'fan-out'}: no replies`);
   switch (responsePolicy) {
     case 'agg_sum': return fold(rs, sum, responsePolicy);

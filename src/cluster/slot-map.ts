@@ -33,7 +33,7 @@ export interface SlotMapOptions {
 }
 
 /** Beyond this many patched slots, `withMovedSlot` flattens the overlay into a fresh array. */
-const MAX_OVERLAY = 1024;
+const MAX_OVERLAY = 256;
 
 /**
  * An immutable snapshot of which shard serves which slot.

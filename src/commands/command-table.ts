@@ -218,6 +218,12 @@ function numkeys(args: readonly Arg[], numkeysAt: number): Arg[] {
   return args.slice(numkeysAt + 1, numkeysAt + 1 + n);
 }
 
+function storeThenNumkeys(args: readonly Arg[]): Arg[] {
+  const sources = numkeys(args, 2);
+  // With a bad count the command is invalid, and Redis reports no keys at all.
+  return sources.length ? [args[1]!, ...sources] : [];
+}
+
 function xreadKeys(args: readonly Arg[]): Arg[] {
   // Walk the options instead of searching for "STREAMS": a group, consumer or stream can be
   // named "streams" too (the same reasoning as Redis's own xreadGetKeys).
@@ -277,9 +283,9 @@ const MOVABLE = new Map<string, (args: readonly Arg[]) => Arg[]>(Object.entries(
   fcall: (a) => numkeys(a, 2),
   fcall_ro: (a) => numkeys(a, 2),
   // destination first, then numkeys sources
-  zunionstore: (a) => (a.length > 1 ? [a[1]!, ...numkeys(a, 2)] : []),
-  zinterstore: (a) => (a.length > 1 ? [a[1]!, ...numkeys(a, 2)] : []),
-  zdiffstore: (a) => (a.length > 1 ? [a[1]!, ...numkeys(a, 2)] : []),
+  zunionstore: storeThenNumkeys,
+  zinterstore: storeThenNumkeys,
+  zdiffstore: storeThenNumkeys,
   zunion: (a) => numkeys(a, 1),
   zinter: (a) => numkeys(a, 1),
   zdiff: (a) => numkeys(a, 1),
@@ -352,6 +358,10 @@ function keysFromSpecs(specs: readonly KeySpec[], args: readonly Arg[]): Arg[] {
  * first/last/step. An unknown command (`info` undefined and not hand-handled) has no keys.
  * Malformed arguments yield the keys that can be found, often none: the server replies
  * with the real error.
+ *
+ * Shard channels (SPUBLISH, SSUBSCRIBE, SUNSUBSCRIBE) are returned as keys, because they
+ * are routed by slot exactly like keys, although `COMMAND GETKEYS` leaves them out
+ * (their key specs are flagged `not_key`).
  */
 export function commandKeys(info: CommandInfo | undefined, args: readonly Arg[]): Arg[] {
   if (args.length === 0) return [];
@@ -381,6 +391,7 @@ export class CommandRegistry {
   #live: Map<string, CommandInfo> | undefined;
   readonly #builtin: Map<string, CommandInfo>;
 
+  /** `builtin` replaces the generated table (tests, or a table for another server version). */
   constructor(options?: { builtin?: Map<string, CommandInfo> }) {
     this.#builtin = options?.builtin ?? builtinCommands();
   }

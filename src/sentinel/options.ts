@@ -1,0 +1,132 @@
+import { parseAddress } from '../address.js';
+import { CONNECTION_OPTION_NAMES, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
+import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf, checkString } from '../options.js';
+import type { BackoffOptions } from '../pool/backoff.js';
+import type { ResolvedPoolOptions } from '../pool/options.js';
+import { resolveCommon, type CommonOptions } from '../standalone.js';
+import { formatAddress, type Address, type NodeAddress } from '../types.js';
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
+
+/** Maps addresses that nodes announce to addresses this process can reach. */
+export type NatMap = Record<string, Address> | ((address: NodeAddress) => NodeAddress);
+
+/** Options of {@link SentinelPool.create}. Time values are in milliseconds. */
+export interface SentinelOptions extends ConnectionOptions, CommonOptions {
+  /** 'master' (default) serves the master; 'replica' serves reads from healthy replicas. */
+  role?: 'master' | 'replica';
+  /** ACL user for the sentinels (separate from the data nodes' `username`). */
+  sentinelUsername?: string;
+  /** Password for the sentinels (separate from the data nodes' `password`). */
+  sentinelPassword?: string;
+  /** TLS for the sentinel connections: `true` or Node TLS options. */
+  sentinelTls?: boolean | TlsConnectionOptions;
+  /** Timeout of each sentinel request and of each ROLE check. Default 500. */
+  sentinelTimeout?: number;
+  /** Backoff of a subscriber loop that lost its sentinel. Default `{ initialDelay: 100, maxDelay: 5000 }`. */
+  resubscribe?: Partial<BackoffOptions>;
+  /** Periodic re-check of the master through the sentinels and ROLE; 0 disables. Default 10000. */
+  pollInterval?: number;
+  /** How often a sentinel that refuses SUBSCRIBE is polled instead. Default 1000. */
+  sentinelPollInterval?: number;
+  /** Commands that may wait while the master is switched; more are refused with QueueFullError. Default 10000. */
+  maxQueued?: number;
+  /** Longest a command waits for a switch to complete (within its own deadline). Default 5000. */
+  queueTimeout?: number;
+  /** Longest writes are held after a sentinel announced a failover that has not completed. Default 15000. */
+  fenceTimeout?: number;
+  /** How long `create()` keeps retrying when the sentinels name a node that is not (yet) a master. Default 10000. */
+  discoveryTimeout?: number;
+  /** Announced address -> reachable address: `{ '10.0.0.5:6379': 'localhost:16379' }` or a function. */
+  natMap?: NatMap;
+}
+
+export interface ResolvedSentinelOptions {
+  masterName: string;
+  sentinels: NodeAddress[];
+  role: 'master' | 'replica';
+  data: ResolvedConnectionOptions;
+  /** Data-node options for ROLE checks: short timeouts. */
+  probe: ResolvedConnectionOptions;
+  sentinel: ResolvedConnectionOptions;
+  pool: ResolvedPoolOptions;
+  closeTimeout: number;
+  resubscribe: BackoffOptions;
+  pollInterval: number;
+  sentinelPollInterval: number;
+  maxQueued: number;
+  queueTimeout: number;
+  fenceTimeout: number;
+  discoveryTimeout: number;
+  natMap: (a: NodeAddress) => NodeAddress;
+}
+
+const KNOWN = [
+  ...CONNECTION_OPTION_NAMES, 'pool', 'closeTimeout', 'role', 'sentinelUsername', 'sentinelPassword', 'sentinelTls', 'sentinelTimeout',
+  'resubscribe', 'pollInterval', 'sentinelPollInterval', 'maxQueued', 'queueTimeout', 'fenceTimeout', 'discoveryTimeout', 'natMap',
+];
+
+/** Turns a `natMap` option into a function. */
+export function resolveNatMap(natMap: NatMap | undefined): (a: NodeAddress) => NodeAddress {
+  if (natMap === undefined) return (a) => a;
+  if (typeof natMap === 'function') return natMap;
+  checkObject('natMap', natMap);
+  const table = new Map<string, NodeAddress>();
+  for (const [from, to] of Object.entries(natMap)) {
+    const p = parseAddress(to, `natMap['${from}']`);
+    table.set(from, { host: p.host, port: p.port });
+  }
+  return (a) => table.get(formatAddress(a)) ?? a;
+}
+
+/** Validates everything (TypeError naming the argument or option) and applies defaults. */
+export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, o: SentinelOptions): ResolvedSentinelOptions {
+  if (typeof masterName !== 'string' || masterName.trim() === '') throw new TypeError('masterName must be a non-empty string (the name the sentinels monitor).');
+  if (!Array.isArray(sentinels) || sentinels.length === 0) throw new TypeError('sentinels must be a non-empty array of \'host:port\' strings or { host, port } objects.');
+  const list = sentinels.map((s, i) => {
+    const p = parseAddress(s as Address, `sentinels[${i}]`);
+    return { host: p.host, port: p.port };
+  });
+  checkObject('options', o);
+  checkKnown('', o, KNOWN);
+  checkOneOf('role', o.role, ['master', 'replica']);
+  checkString('sentinelUsername', o.sentinelUsername);
+  checkString('sentinelPassword', o.sentinelPassword, true);
+  if (o.sentinelTls !== undefined && typeof o.sentinelTls !== 'boolean') checkObject('sentinelTls', o.sentinelTls);
+  checkNumber('sentinelTimeout', o.sentinelTimeout, { min: 1 });
+  checkObject('resubscribe', o.resubscribe);
+  checkKnown('resubscribe', o.resubscribe, ['initialDelay', 'maxDelay']);
+  checkNumber('resubscribe.initialDelay', o.resubscribe?.initialDelay, { min: 1 });
+  checkNumber('resubscribe.maxDelay', o.resubscribe?.maxDelay, { min: 1 });
+  checkNumber('pollInterval', o.pollInterval);
+  checkNumber('sentinelPollInterval', o.sentinelPollInterval, { min: 1 });
+  checkNumber('maxQueued', o.maxQueued);
+  checkNumber('queueTimeout', o.queueTimeout, { min: 1 });
+  checkNumber('fenceTimeout', o.fenceTimeout, { min: 1 });
+  checkNumber('discoveryTimeout', o.discoveryTimeout);
+  checkBoolean('sentinelTls', typeof o.sentinelTls === 'boolean' ? o.sentinelTls : undefined);
+  const data = resolveConnectionOptions(o);
+  const sentinelTimeout = o.sentinelTimeout ?? 500;
+  const common = resolveCommon(o);
+  const sentinelTls = o.sentinelTls === true ? {} : o.sentinelTls === false ? undefined : o.sentinelTls;
+  return {
+    masterName,
+    sentinels: list,
+    role: o.role ?? 'master',
+    data,
+    probe: { ...data, connectTimeout: sentinelTimeout, commandTimeout: sentinelTimeout, clientName: undefined },
+    sentinel: {
+      username: o.sentinelUsername, password: o.sentinelPassword, db: 0, clientName: undefined, protocol: 2, tls: sentinelTls,
+      connectTimeout: sentinelTimeout, commandTimeout: sentinelTimeout, socketTimeout: 0, maxReplyBytes: data.maxReplyBytes,
+    },
+    pool: common.pool,
+    closeTimeout: common.closeTimeout,
+    resubscribe: { initialDelay: o.resubscribe?.initialDelay ?? 100, maxDelay: o.resubscribe?.maxDelay ?? 5000 },
+    pollInterval: o.pollInterval ?? 10000,
+    sentinelPollInterval: o.sentinelPollInterval ?? 1000,
+    maxQueued: o.maxQueued ?? 10000,
+    queueTimeout: o.queueTimeout ?? 5000,
+    fenceTimeout: o.fenceTimeout ?? 15000,
+    discoveryTimeout: o.discoveryTimeout ?? 10000,
+    natMap: resolveNatMap(o.natMap),
+  };
+}

@@ -1,0 +1,73 @@
+import { Connection } from '../connection/connection.js';
+import type { ResolvedConnectionOptions } from '../connection/options.js';
+import { RedisError } from '../errors.js';
+import type { NodeAddress, Reply } from '../types.js';
+
+/** A record of SENTINEL REPLICAS / SENTINELS: RESP2 flat arrays or RESP3 maps become plain objects. */
+export function toFields(r: Reply): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (r instanceof Map) for (const [k, v] of r) out[String(k)] = String(v);
+  else if (Array.isArray(r)) for (let i = 0; i + 1 < r.length; i += 2) out[String(r[i])] = String(r[i + 1]);
+  return out;
+}
+
+/** `SENTINEL get-master-addr-by-name` reply -> address, or null when the name is unknown. */
+export function parseMasterAddr(r: Reply): NodeAddress | null {
+  if (r === null || !Array.isArray(r) || r.length < 2) return null;
+  const port = Number(r[1]);
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) return null;
+  return { host: String(r[0]), port };
+}
+
+/** Replicas worth serving reads: not flagged down or disconnected, link to master up. */
+export function healthyReplicas(reply: Reply): NodeAddress[] {
+  if (!Array.isArray(reply)) return [];
+  const out: NodeAddress[] = [];
+  for (const item of reply) {
+    const f = toFields(item);
+    const flags = (f['flags'] ?? '').split(',');
+    if (flags.some((x) => x === 's_down' || x === 'o_down' || x === 'disconnected')) continue;
+    if (f['master-link-status'] !== undefined && f['master-link-status'] !== 'ok') continue;
+    const port = Number(f['port']);
+    if (!f['ip'] || !Number.isInteger(port)) continue;
+    out.push({ host: f['ip'], port });
+  }
+  return out;
+}
+
+/** `SENTINEL sentinels <name>` -> their addresses. */
+export function parseSentinels(reply: Reply): NodeAddress[] {
+  if (!Array.isArray(reply)) return [];
+  const out: NodeAddress[] = [];
+  for (const item of reply) {
+    const f = toFields(item);
+    const port = Number(f['port']);
+    if (f['ip'] && Number.isInteger(port)) out.push({ host: f['ip'], port });
+  }
+  return out;
+}
+
+/** The role a node reports with ROLE: 'master', 'slave' or 'sentinel'. */
+export function parseRole(r: Reply): string | undefined {
+  return Array.isArray(r) && r.length > 0 ? String(r[0]) : undefined;
+}
+
+/** Opens a short-lived connection, runs one command, closes. */
+export async function oneShot(address: NodeAddress, opts: ResolvedConnectionOptions, args: string[]): Promise<Reply> {
+  const conn = await Connection.connect(address, opts);
+  try {
+    return await conn.send(args);
+  } finally {
+    conn.destroy();
+  }
+}
+
+/** Asks a node for its ROLE. */
+export async function roleOf(address: NodeAddress, opts: ResolvedConnectionOptions): Promise<string | undefined> {
+  return parseRole(await oneShot(address, opts, ['ROLE']));
+}
+
+/** True when the error says the sentinel user may not run the command (ACL). */
+export function isPermissionError(err: unknown): boolean {
+  return err instanceof RedisError && (err.code === 'NOPERM' || /no permissions/i.test(err.message));
+}

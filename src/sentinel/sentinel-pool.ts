@@ -1,0 +1,527 @@
+import { ConnectionError, PoolClosedError, RedisError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { backoffDelay, sleep } from '../pool/backoff.js';
+import { remaining, type ResolvedCall } from '../pool/call-options.js';
+import { LaneDispatcher, mayRetry, withinDeadline } from '../pool/lane-dispatcher.js';
+import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
+import { BasePool, resolveCall, runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseHandle, type PoolEvents } from '../pool/surface.js';
+import { formatAddress, type Address, type Arg, type NodeAddress, type Reply } from '../types.js';
+import type { Connection } from '../connection/connection.js';
+import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
+import { Gate } from './gate.js';
+import { classifySentinelMessage, type SentinelSignal } from './messages.js';
+import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
+import { SentinelWatcher } from './watcher.js';
+import { isReadOnlyCommand } from '../commands/readonly.js';
+
+/** How a master switch was noticed. */
+export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect';
+
+/** Emitted once per master switch, after the pool points at the new master and no command can reach the old one. */
+export interface FailoverEvent {
+  masterName: string;
+  from: NodeAddress;
+  to: NodeAddress;
+  detectedBy: DetectedBy;
+  /** Epoch ms of the switch. */
+  at: number;
+}
+
+/** Events of a {@link SentinelPool}. */
+export interface SentinelEvents extends PoolEvents {
+  failover: [event: FailoverEvent];
+  /** A sentinel announced a failover of our master: writes are held (the write fence). */
+  'failover-start': [info: { masterName: string; master: NodeAddress; event: string; at: number }];
+  /** The announced failover aborted or timed out: held commands go back to the old master. */
+  'failover-abort': [info: { masterName: string; master: NodeAddress; reason: string; at: number }];
+  'sentinel-up': [info: { address: NodeAddress; reconnected: boolean }];
+  'sentinel-down': [info: { address: NodeAddress; error: Error }];
+  /** A sentinel refused SUBSCRIBE (ACL); it is polled instead. Emitted once per sentinel. */
+  'sentinel-polling': [info: { address: NodeAddress; error: Error }];
+  /** A subscriber loop waits `delay` ms before reconnecting (attempt counts from 0). */
+  'sentinel-reconnect': [info: { address: NodeAddress; delay: number; attempt: number }];
+}
+
+/** What `stats()` reports. */
+export interface SentinelStats extends NodePoolStats {
+  masterName: string;
+  role: 'master' | 'replica';
+  master: NodeAddress;
+  /** 'open' when commands flow; 'held' while a switch is in progress. */
+  gate: 'open' | 'held';
+  fenced: boolean;
+  queued: number;
+  switches: number;
+  refreshes: number;
+  sentinels: Array<{ address: NodeAddress; connected: boolean; polling: boolean }>;
+  replicas: NodeAddress[];
+  closed: boolean;
+}
+
+const key = formatAddress;
+
+/**
+ * A pool for the master (or the replicas) of a Sentinel-managed Redis. Same API as
+ * `StandalonePool` and `ClusterPool`.
+ *
+ * It finds the master through the sentinels, verifies it with ROLE, watches every sentinel's
+ * pub/sub for failovers (re-checking each hint before acting on it), holds writes while a
+ * failover is under way, and moves the pool to the new master as soon as it answers as one.
+ */
+export class SentinelPool extends BasePool<SentinelEvents> {
+  protected readonly dispatcher: Dispatcher;
+  private readonly o: ResolvedSentinelOptions;
+  private readonly ctx: DiscoveryContext;
+  private readonly node: NodePool;
+  private readonly gate: Gate;
+  private readonly watchers = new Map<string, SentinelWatcher>();
+  private fence: { from: NodeAddress; timer: NodeJS.Timeout } | undefined;
+  private pin: { against: NodeAddress; until: number } | undefined;
+  private refreshing: Promise<void> | undefined;
+  private again: DetectedBy | undefined;
+  private wake = new AbortController();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private switches = 0;
+  private refreshes = 0;
+  private closing: Promise<void> | undefined;
+  private replicaPools: NodePool[] = [];
+  private replicaRr = 0;
+  private replicaRefresh: Promise<void> | undefined;
+
+  private constructor(o: ResolvedSentinelOptions, master: NodeAddress) {
+    super();
+    this.o = o;
+    this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap };
+    this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`);
+    this.node = this.makeNode(master, true);
+    this.dispatcher = o.role === 'replica' ? new ReplicaDispatcher(this) : new MasterDispatcher(this);
+  }
+
+  private makeNode(address: NodeAddress, isMaster: boolean): NodePool {
+    const node = new NodePool(address, this.o.data, this.o.pool, {
+      onConnectionLost: isMaster ? () => this.requestRefresh('reconnect', true) : () => this.refreshReplicas(),
+    });
+    node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
+    node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
+    node.on('error', (e) => this.emit('error', e));
+    return node;
+  }
+
+  /**
+   * Finds the master of `masterName` through `sentinels` (`'host:port'` or `{ host, port }`),
+   * verifies it with ROLE, connects, and starts watching the sentinels.
+   * Rejects with `MasterNotMonitoredError`, `AllSentinelsDownError`, or the connection error.
+   */
+  static async create(masterName: string, sentinels: Address[], options: SentinelOptions = {}): Promise<SentinelPool> {
+    const o = resolveSentinelOptions(masterName, sentinels, options);
+    const ctx: DiscoveryContext = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap };
+    const deadline = Date.now() + o.discoveryTimeout;
+    let master: NodeAddress;
+    for (let attempt = 0; ; attempt++) {
+      const answer = await askSentinels(ctx); // name unknown / all down: fail at once
+      try {
+        await verifyMaster(answer.address, o.probe);
+        master = answer.address;
+        break;
+      } catch (err) {
+        // A stale answer (a replica) or a master that is restarting: ask again, within discoveryTimeout.
+        if (Date.now() >= deadline) {
+          throw new ConnectionError(`The sentinels name ${key(answer.address)} as master of "${o.masterName}", but it could not be confirmed within discoveryTimeout (${o.discoveryTimeout} ms): ${(err as Error).message}`, { cause: err, address: answer.address });
+        }
+        await sleep(backoffDelay(attempt, o.pool.reconnect));
+      }
+    }
+    const pool = new SentinelPool(o, master);
+    try {
+      if (o.role === 'master') await pool.node.lane();
+      else await pool.loadReplicas();
+    } catch (err) {
+      await pool.close();
+      throw err;
+    }
+    pool.start();
+    return pool;
+  }
+
+  private start(): void {
+    for (const s of this.o.sentinels) this.addSentinel(s);
+    void discoverSentinels(this.ctx, this.o.sentinels[0]!).then(
+      (more) => more.forEach((s) => this.addSentinel(s)),
+      (err) => this.emit('error', err as Error),
+    );
+    if (this.o.pollInterval > 0) {
+      this.pollTimer = setInterval(() => {
+        this.requestRefresh('poll', false);
+        if (this.o.role === 'replica') this.refreshReplicas();
+      }, this.o.pollInterval);
+      this.pollTimer.unref();
+    }
+  }
+
+  private addSentinel(address: NodeAddress): void {
+    if (this.closed || this.watchers.has(key(address))) return;
+    if (!this.ctx.sentinels.some((s) => sameAddress(s, address))) this.ctx.sentinels.push(address);
+    const w = new SentinelWatcher(address, this.o.masterName, this.o.sentinel, this.o.resubscribe, this.o.sentinelPollInterval, {
+      onMessage: (channel, payload) => {
+        const sig = classifySentinelMessage(channel, payload, this.o.masterName);
+        if (sig) this.onSignal(sig, channel);
+      },
+      onUp: (a, reconnected) => {
+        this.emit('sentinel-up', { address: a, reconnected });
+        // Messages published while the loop was away are lost: check now.
+        if (reconnected) this.requestRefresh('reconnect', false);
+      },
+      onDown: (a, error) => this.emit('sentinel-down', { address: a, error }),
+      onPolling: (a, error) => this.emit('sentinel-polling', { address: a, error }),
+      onPolledMaster: (_a, m) => {
+        if (m && !sameAddress(this.o.natMap(m), this.node.target)) this.requestRefresh('poll', false);
+      },
+      onBackoff: (a, delay, attempt) => this.emit('sentinel-reconnect', { address: a, delay, attempt }),
+    });
+    this.watchers.set(key(address), w);
+    w.start();
+  }
+
+  private onSignal(sig: SentinelSignal, channel: string): void {
+    if (this.closed) return;
+    switch (sig.kind) {
+      case 'failover-start':
+        if (this.o.role === 'master' && !this.fence) {
+          const from = this.node.target;
+          this.gate.close();
+          const timer = setTimeout(() => {
+            if (this.fence?.timer !== timer) return;
+            this.fence = undefined;
+            this.emit('failover-abort', { masterName: this.o.masterName, master: from, reason: `no switch within fenceTimeout (${this.o.fenceTimeout} ms)`, at: Date.now() });
+            this.requestRefresh('pubsub', false);
+          }, this.o.fenceTimeout);
+          timer.unref();
+          this.fence = { from, timer };
+          this.emit('failover-start', { masterName: this.o.masterName, master: from, event: sig.event, at: Date.now() });
+        }
+        return;
+      case 'promoted':
+        void this.tryPromoted(this.o.natMap(sig.address));
+        return;
+      case 'switch':
+        // Announced, not yet trusted: hold writes to the old master while we check.
+        this.requestRefresh('pubsub', !sameAddress(this.o.natMap(sig.to), this.node.target));
+        if (this.o.role === 'replica') this.refreshReplicas();
+        return;
+      case 'failover-end':
+        if (sig.aborted && this.fence) {
+          clearTimeout(this.fence.timer);
+          const from = this.fence.from;
+          this.fence = undefined;
+          this.emit('failover-abort', { masterName: this.o.masterName, master: from, reason: sig.event, at: Date.now() });
+        }
+        this.requestRefresh('pubsub', false);
+        return;
+      case 'refresh':
+        this.requestRefresh('pubsub', false);
+        if (this.o.role === 'replica') this.refreshReplicas();
+        return;
+      case 'replicas':
+        if (this.o.role === 'replica') this.refreshReplicas();
+        return;
+      case 'sentinel':
+        this.addSentinel(this.o.natMap(sig.address));
+        return;
+    }
+    void channel;
+  }
+
+  /** `+promoted-slave`: switch as soon as the promoted replica answers ROLE as master. */
+  private async tryPromoted(address: NodeAddress): Promise<void> {
+    if (this.o.role !== 'master' || sameAddress(address, this.node.target)) return;
+    try {
+      await verifyMaster(address, this.o.probe);
+    } catch {
+      this.requestRefresh('pubsub', false);
+      return;
+    }
+    if (!this.closed) this.applyMaster(address, 'pubsub');
+  }
+
+  /**
+   * Asks for the master again (coalesced: one resolution at a time, and a trigger that
+   * arrives meanwhile runs one more). With `hold`, new commands wait until it completes.
+   */
+  requestRefresh(reason: DetectedBy, hold: boolean): void {
+    if (this.closed || this.o.role !== 'master' && reason === 'readonly') return;
+    if (hold) this.gate.close();
+    if (this.refreshing) {
+      this.again = reason;
+      this.wake.abort();
+      return;
+    }
+    this.refreshing = this.refreshLoop(reason).finally(() => {
+      this.refreshing = undefined;
+    });
+  }
+
+  private async refreshLoop(reason: DetectedBy): Promise<void> {
+    for (let attempt = 0; !this.closed; ) {
+      this.again = undefined;
+      let ok = false;
+      try {
+        this.refreshes++;
+        ok = await this.resolveOnce(reason);
+      } catch (err) {
+        if (!this.closed) this.emit('error', err as Error);
+      }
+      if (this.closed) return;
+      if (this.again !== undefined) {
+        reason = this.again;
+        continue;
+      }
+      // Nothing waits and no failover is announced: the next trigger or poll will look again.
+      if (ok || (this.gate.isOpen && !this.fence)) return;
+      this.wake = new AbortController();
+      await sleep(backoffDelay(attempt++, this.o.pool.reconnect), this.wake.signal);
+      if (this.again !== undefined) reason = this.again;
+    }
+  }
+
+  /** One resolution: true when a master is confirmed and commands may flow. */
+  private async resolveOnce(reason: DetectedBy): Promise<boolean> {
+    const answer = (await askSentinels(this.ctx)).address;
+    if (this.fence && sameAddress(answer, this.fence.from)) return false; // the announced failover has not switched yet
+    const current = this.node.target;
+    if (this.pin && Date.now() > this.pin.until) this.pin = undefined;
+    if (this.pin && sameAddress(answer, this.pin.against)) {
+      // The sentinels lag behind a switch we already verified: keep the current master while it still is one.
+      try {
+        await verifyMaster(current, this.o.probe);
+        this.gate.open();
+        return true;
+      } catch {
+        this.pin = undefined;
+      }
+    }
+    if (this.pin && sameAddress(answer, current)) this.pin = undefined;
+    await verifyMaster(answer, this.o.probe);
+    if (this.closed) return false;
+    this.applyMaster(answer, reason);
+    return true;
+  }
+
+  private applyMaster(address: NodeAddress, reason: DetectedBy): void {
+    const from = this.node.target;
+    if (this.fence) {
+      clearTimeout(this.fence.timer);
+      this.fence = undefined;
+    }
+    if (!sameAddress(from, address)) {
+      this.node.swap(address);
+      this.switches++;
+      this.pin = { against: from, until: Date.now() + this.o.fenceTimeout };
+      this.gate.open();
+      this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at: Date.now() });
+      if (this.o.role === 'replica') this.refreshReplicas();
+    } else {
+      this.node.reconnectLanes();
+      this.gate.open();
+    }
+  }
+
+  // ---- replica reads -------------------------------------------------------------------
+
+  private async loadReplicas(): Promise<void> {
+    const found = await discoverReplicas(this.ctx);
+    const checked = await Promise.all(found.map((a) => verifyMaster(a, this.o.probe, 'slave').then(() => a, () => undefined)));
+    const healthy = checked.filter((a): a is NodeAddress => a !== undefined);
+    const keep = new Set(healthy.map(key));
+    for (const p of this.replicaPools) if (!keep.has(key(p.target))) void p.close(this.o.closeTimeout);
+    const existing = new Map(this.replicaPools.filter((p) => keep.has(key(p.target))).map((p) => [key(p.target), p]));
+    this.replicaPools = healthy.map((a) => existing.get(key(a)) ?? this.makeNode(a, false));
+  }
+
+  private refreshReplicas(): void {
+    if (this.closed || this.o.role !== 'replica' || this.replicaRefresh) return;
+    this.replicaRefresh = this.loadReplicas()
+      .catch((err) => { this.emit('error', err as Error); })
+      .finally(() => { this.replicaRefresh = undefined; });
+  }
+
+  /** @internal Next replica pool (round robin), or the master's when none is healthy. */
+  pickReplica(): NodePool {
+    const n = this.replicaPools.length;
+    if (n === 0) return this.node;
+    return this.replicaPools[this.replicaRr++ % n]!;
+  }
+
+  /** @internal */
+  get internals() {
+    return { node: this.node, gate: this.gate, o: this.o, isClosed: () => this.closed };
+  }
+
+  // ---- public -------------------------------------------------------------------------
+
+  /** The master this pool writes to now. */
+  master(): NodeAddress {
+    return { ...this.node.target };
+  }
+
+  /** Generation, gate, queue, pool sizes, sentinels and counters. */
+  stats(): SentinelStats {
+    return {
+      ...this.node.stats(),
+      masterName: this.o.masterName,
+      role: this.o.role,
+      master: this.master(),
+      gate: this.gate.isOpen ? 'open' : 'held',
+      fenced: this.fence !== undefined,
+      queued: this.gate.queued,
+      switches: this.switches,
+      refreshes: this.refreshes,
+      sentinels: [...this.watchers.values()].map((w) => ({ address: { ...w.address }, connected: w.connected, polling: w.polling })),
+      replicas: this.replicaPools.map((p) => ({ ...p.target })),
+      closed: this.closed,
+    };
+  }
+
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
+    this.closed = true;
+    this.closing = (async () => {
+      if (this.pollTimer) clearInterval(this.pollTimer);
+      if (this.fence) clearTimeout(this.fence.timer);
+      this.fence = undefined;
+      this.wake.abort();
+      this.gate.fail();
+      await Promise.all([...this.watchers.values()].map((w) => w.stop()));
+      await Promise.all([this.node.close(this.o.closeTimeout), ...this.replicaPools.map((p) => p.close(this.o.closeTimeout))]);
+      await this.refreshing?.catch(() => {});
+    })();
+    return this.closing;
+  }
+}
+
+/**
+ * Master-mode dispatch: waits at the gate while a switch is under way, sends over the lane,
+ * and turns READONLY and lost connections into re-discovery plus a safe retry.
+ */
+class MasterDispatcher extends LaneDispatcher {
+  private readonly gate: Gate;
+  constructor(private readonly pool: SentinelPool) {
+    const i = pool.internals;
+    super(i.node, i.o.data.commandTimeout, i.o.data.connectTimeout, i.isClosed);
+    this.gate = i.gate;
+  }
+
+  override async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
+    const started = Date.now();
+    let readonlyRetried = false;
+    for (;;) {
+      if (!this.gate.isOpen) await this.gate.wait(call, String(args[0]));
+      const conn = this.node.laneSync() ?? (await this.laneFor(call, args));
+      if (!this.gate.isOpen) continue; // a switch began while we connected
+      try {
+        return await conn.send(args, sendOptions(call));
+      } catch (err) {
+        if (err instanceof RedisError && err.code === 'READONLY') {
+          // The node was demoted: find the master; READONLY means it did not execute, so retry once.
+          this.pool.requestRefresh('readonly', true);
+          if (readonlyRetried) throw err;
+          readonlyRetried = true;
+          continue;
+        }
+        this.onFailure(err, conn);
+        this.retryOrThrow(err, args, call, started);
+      }
+    }
+  }
+
+  private onFailure(err: unknown, conn: Connection): void {
+    if (err instanceof ConnectionError && conn.generation === this.node.generation) this.pool.requestRefresh('reconnect', true);
+  }
+
+  protected override laneFor(call: ResolvedCall, args: readonly Arg[]): Promise<Connection> {
+    return withinDeadline(this.node.lane(), call, () => `${String(args[0])} could not reach the master ${formatAddress(this.node.target)} within its deadline.`).catch((err) => {
+      if (err instanceof ConnectionError) this.pool.requestRefresh('reconnect', true);
+      throw err;
+    });
+  }
+
+  override async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
+    const started = Date.now();
+    for (;;) {
+      if (!this.gate.isOpen) await this.gate.wait(call, transaction ? 'MULTI' : 'pipeline');
+      if (transaction) {
+        const h = await this.lease();
+        try {
+          return await runBatchOn(h.conn, cmds, call, true);
+        } catch (err) {
+          if (err instanceof RedisError && err.code === 'READONLY') this.pool.requestRefresh('readonly', true);
+          throw err;
+        } finally {
+          h.release();
+        }
+      }
+      const conn = this.node.laneSync() ?? (await this.laneFor(call, cmds[0]!));
+      if (!this.gate.isOpen) continue;
+      const results = (await runBatchOn(conn, cmds, call, false))!;
+      const unsent = results.every((r) => r instanceof ConnectionError && !(r instanceof UncertainWriteError));
+      if (unsent) {
+        this.onFailure(results[0], conn);
+        this.retryOrThrow(results[0], ['PIPELINE'], call, started);
+        continue;
+      }
+      if (results.some((r) => r instanceof RedisError && r.code === 'READONLY')) this.pool.requestRefresh('readonly', true);
+      return results;
+    }
+  }
+
+  override async lease(): Promise<LeaseHandle> {
+    // A lease waits for a switch like any command, within acquireTimeoutMillis.
+    if (!this.gate.isOpen) await this.gate.wait(resolveCall(this, { timeout: this.pool.internals.o.pool.acquireTimeoutMillis }, undefined), 'use()');
+    return super.lease();
+  }
+}
+
+/** Replica-mode dispatch: reads go round robin over healthy replicas, retried on another one when a replica fails. */
+class ReplicaDispatcher implements Dispatcher {
+  readonly commandTimeout: number;
+  constructor(private readonly pool: SentinelPool) {
+    this.commandTimeout = pool.internals.o.data.commandTimeout;
+  }
+
+  async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
+    let last: unknown;
+    const tries = Math.max(1, this.pool.stats().replicas.length);
+    for (let i = 0; i <= tries; i++) {
+      const node = this.pool.pickReplica();
+      try {
+        const conn = node.laneSync() ?? (await withinDeadline(node.lane(), call, () => `${String(args[0])} could not reach replica ${formatAddress(node.target)} within its deadline.`));
+        return await conn.send(args, sendOptions(call));
+      } catch (err) {
+        last = err;
+        if (this.pool.internals.isClosed()) throw new PoolClosedError(undefined, { cause: err });
+        if (err instanceof TimeoutError || !(err instanceof ConnectionError)) throw err;
+        if (!mayRetry(err, args, call) && !isReadOnlyCommand(String(args[0]))) throw err;
+        if (remaining(call) <= 0) throw err;
+      }
+    }
+    throw last;
+  }
+
+  async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
+    const node = this.pool.pickReplica();
+    if (transaction) {
+      const conn = await node.acquire();
+      try {
+        return await runBatchOn(conn, cmds, call, true);
+      } finally {
+        node.release(conn);
+      }
+    }
+    const conn = node.laneSync() ?? (await node.lane());
+    return runBatchOn(conn, cmds, call, false);
+  }
+
+  async lease(): Promise<LeaseHandle> {
+    const node = this.pool.pickReplica();
+    const conn = await node.acquire();
+    return { conn, release: () => node.release(conn) };
+  }
+}

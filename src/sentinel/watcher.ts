@@ -1,0 +1,121 @@
+import { Connection } from '../connection/connection.js';
+import type { ResolvedConnectionOptions } from '../connection/options.js';
+import { backoffDelay, sleep, type BackoffOptions } from '../pool/backoff.js';
+import type { NodeAddress, Reply } from '../types.js';
+import { SENTINEL_CHANNELS } from './messages.js';
+import { isPermissionError, oneShot, parseMasterAddr } from './sentinel-client.js';
+
+/** What a watcher reports to its pool. */
+export interface WatcherHooks {
+  onMessage(channel: string, payload: string, sentinel: NodeAddress): void;
+  /** Subscribed (again). `reconnected` is true after a loss: messages may have been missed. */
+  onUp(sentinel: NodeAddress, reconnected: boolean): void;
+  onDown(sentinel: NodeAddress, error: Error): void;
+  /** The sentinel refused SUBSCRIBE (ACL): the watcher polls it instead. Called once. */
+  onPolling(sentinel: NodeAddress, error: Error): void;
+  /** Polling saw this master address. */
+  onPolledMaster(sentinel: NodeAddress, master: NodeAddress | null): void;
+  /** Each reconnect delay chosen, for observability and tests. */
+  onBackoff?(sentinel: NodeAddress, delayMs: number, attempt: number): void;
+}
+
+/**
+ * One subscriber loop for one sentinel: connect, SUBSCRIBE to the failover channels, read
+ * until the connection drops, back off (exponential with jitter), repeat. A sentinel that
+ * refuses SUBSCRIBE is polled with `get-master-addr-by-name` instead.
+ */
+export class SentinelWatcher {
+  private stopped = false;
+  private readonly stopSignal = new AbortController();
+  private conn: Connection | undefined;
+  private loop: Promise<void> | undefined;
+  /** Reconnect attempts since the last successful subscribe. */
+  attempts = 0;
+  polling = false;
+  connected = false;
+
+  constructor(
+    readonly address: NodeAddress,
+    private readonly masterName: string,
+    private readonly conn0: ResolvedConnectionOptions,
+    private readonly backoff: BackoffOptions,
+    private readonly pollEvery: number,
+    private readonly hooks: WatcherHooks,
+  ) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  private async run(): Promise<void> {
+    let everUp = false;
+    while (!this.stopped) {
+      let lost: Error | undefined;
+      try {
+        if (this.polling) {
+          await this.poll();
+        } else {
+          const conn = await Connection.connect(this.address, this.conn0);
+          if (this.stopped) {
+            conn.destroy();
+            break;
+          }
+          this.conn = conn;
+          const closed = new Promise<Error | undefined>((r) => conn.once('close', r));
+          conn.on('push', (v: Reply[]) => {
+            if (v[0] === 'message') this.hooks.onMessage(String(v[1]), String(v[2]), this.address);
+          });
+          // Subscribed connections take no command timeout: they wait for messages forever.
+          await conn.send(['SUBSCRIBE', ...SENTINEL_CHANNELS], { timeout: this.conn0.commandTimeout });
+          this.connected = true;
+          this.hooks.onUp(this.address, everUp || this.attempts > 0);
+          everUp = true;
+          this.attempts = 0;
+          lost = await closed;
+          this.connected = false;
+          this.conn = undefined;
+          if (this.stopped) break;
+          lost ??= new Error('sentinel connection closed');
+        }
+      } catch (err) {
+        this.conn?.destroy();
+        this.conn = undefined;
+        this.connected = false;
+        if (this.stopped) break;
+        if (isPermissionError(err)) {
+          this.polling = true;
+          this.hooks.onPolling(this.address, err as Error);
+          continue;
+        }
+        lost = err as Error;
+      }
+      if (lost) this.hooks.onDown(this.address, lost);
+      const delay = backoffDelay(this.attempts, this.backoff);
+      this.hooks.onBackoff?.(this.address, delay, this.attempts);
+      this.attempts++;
+      await sleep(delay, this.stopSignal.signal);
+    }
+  }
+
+  /** Polling mode: ask for the master every `pollEvery` ms until stopped or an error. */
+  private async poll(): Promise<void> {
+    while (!this.stopped) {
+      const reply = await oneShot(this.address, this.conn0, ['SENTINEL', 'get-master-addr-by-name', this.masterName]);
+      if (!this.connected) {
+        this.connected = true;
+        this.hooks.onUp(this.address, this.attempts > 0);
+        this.attempts = 0;
+      }
+      this.hooks.onPolledMaster(this.address, parseMasterAddr(reply));
+      await sleep(this.pollEvery, this.stopSignal.signal);
+    }
+  }
+
+  /** Stops the loop and closes its connection. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopSignal.abort();
+    this.conn?.destroy();
+    await this.loop;
+  }
+}
