@@ -56,7 +56,9 @@ function toArray(r: Reply): Reply[] {
 
 function toNumberOrNull(r: Reply): number | null {
   if (r === null) return null;
-  return typeof r === 'number' ? r : Number(toStr(r));
+  if (typeof r === 'number') return r;
+  const s = toStr(r);
+  return s === 'inf' || s === '+inf' ? Infinity : s === '-inf' ? -Infinity : Number(s);
 }
 
 /** RESP3 WITHSCORES replies are `[[member, score], …]`; flatten to the RESP2 shape. */
@@ -64,7 +66,7 @@ function flattenPairs(r: Reply): Reply[] {
   const a = r as Reply[];
   if (a.length > 0 && Array.isArray(a[0])) {
     const out: Reply[] = [];
-    for (const p of a as Reply[][]) out.push(p[0]!, typeof p[1] === 'number' ? String(p[1]) : p[1]!);
+    for (const p of a as Reply[][]) out.push(p[0]!, typeof p[1] === 'number' ? (p[1] === Infinity ? 'inf' : p[1] === -Infinity ? '-inf' : String(p[1])) : p[1]!);
     return out;
   }
   return a;

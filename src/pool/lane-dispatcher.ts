@@ -42,8 +42,8 @@ export class LaneDispatcher implements Dispatcher {
   async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
     const started = Date.now();
     for (;;) {
-      const conn = this.node.laneSync() ?? (await this.laneFor(call, args));
       try {
+        const conn = this.node.laneSync() ?? (await this.laneFor(call, args));
         return await conn.send(args, sendOptions(call));
       } catch (err) {
         this.retryOrThrow(err, args, call, started);
@@ -77,7 +77,13 @@ export class LaneDispatcher implements Dispatcher {
     }
     const started = Date.now();
     for (;;) {
-      const conn = this.node.laneSync() ?? (await this.laneFor(call, cmds[0]!));
+      let conn: Connection;
+      try {
+        conn = this.node.laneSync() ?? (await this.laneFor(call, cmds[0]!));
+      } catch (err) {
+        this.retryOrThrow(err, ['PIPELINE'], call, started);
+        continue;
+      }
       const results = (await runBatchOn(conn, cmds, call, false))!;
       // Nothing was written (the connection broke first): the whole batch may go again.
       const first = results[0];

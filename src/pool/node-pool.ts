@@ -218,7 +218,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   /** Returns a borrowed connection; a broken, dirty or old-generation one is destroyed instead. */
   release(conn: Connection): void {
     if (!this.borrowed.delete(conn)) return;
-    if (!conn.ready || conn.dirty || conn.generation !== this.gen || this.closed) {
+    if (!conn.ready || conn.dirty || conn.pending > 0 || conn.generation !== this.gen || this.closed) {
       conn.destroy();
       void this.pool.destroy(conn).catch(() => {});
     } else {

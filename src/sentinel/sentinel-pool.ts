@@ -414,9 +414,10 @@ class MasterDispatcher extends LaneDispatcher {
     let readonlyRetried = false;
     for (;;) {
       if (!this.gate.isOpen) await this.gate.wait(call, String(args[0]));
-      const conn = this.node.laneSync() ?? (await this.laneFor(call, args));
-      if (!this.gate.isOpen) continue; // a switch began while we connected
+      let conn: Connection | undefined;
       try {
+        conn = this.node.laneSync() ?? (await this.laneFor(call, args));
+        if (!this.gate.isOpen) continue; // a switch began while we connected
         return await conn.send(args, sendOptions(call));
       } catch (err) {
         if (err instanceof RedisError && err.code === 'READONLY') {
@@ -426,7 +427,7 @@ class MasterDispatcher extends LaneDispatcher {
           readonlyRetried = true;
           continue;
         }
-        this.onFailure(err, conn);
+        if (conn) this.onFailure(err, conn);
         this.retryOrThrow(err, args, call, started);
       }
     }
@@ -458,7 +459,13 @@ class MasterDispatcher extends LaneDispatcher {
           h.release();
         }
       }
-      const conn = this.node.laneSync() ?? (await this.laneFor(call, cmds[0]!));
+      let conn: Connection;
+      try {
+        conn = this.node.laneSync() ?? (await this.laneFor(call, cmds[0]!));
+      } catch (err) {
+        this.retryOrThrow(err, ['PIPELINE'], call, started);
+        continue;
+      }
       if (!this.gate.isOpen) continue;
       const results = (await runBatchOn(conn, cmds, call, false))!;
       const unsent = results.every((r) => r instanceof ConnectionError && !(r instanceof UncertainWriteError));

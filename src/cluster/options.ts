@@ -1,0 +1,120 @@
+import { parseAddress } from '../address.js';
+import { CONNECTION_OPTION_NAMES, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
+import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf } from '../options.js';
+import type { BackoffOptions } from '../pool/backoff.js';
+import type { ResolvedPoolOptions } from '../pool/options.js';
+import { resolveNatMap, type NatMap } from '../sentinel/options.js';
+import { resolveCommon, type CommonOptions } from '../standalone.js';
+import type { Address, NodeAddress } from '../types.js';
+
+/** Where read-only commands go. */
+export type ReadFrom = 'master' | 'replica' | 'prefer-replica';
+
+/** Options of {@link ClusterPool.create}. Time values are in milliseconds. */
+export interface ClusterOptions extends ConnectionOptions, CommonOptions {
+  /**
+   * Redirections and retries (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, connection errors) one
+   * command may take before it fails with `MaxRedirectionsError`. Default 16.
+   */
+  maxRedirections?: number;
+  /**
+   * Slot map refreshes. `minInterval`: at most one refresh starts per interval, however many
+   * MOVED replies or connection errors ask for one (default 200). `interval`: periodic
+   * refresh, which catches a master that died without answering anything; 0 disables
+   * (default 30000).
+   */
+  refresh?: { minInterval?: number; interval?: number };
+  /**
+   * Where read-only commands go: `'master'` (default); `'replica'` (a healthy replica of the
+   * slot's shard, the master only when the shard has none); `'prefer-replica'` (a replica,
+   * falling back to the master when the replica fails). Connections are opened with READONLY
+   * when this is not `'master'`.
+   */
+  readFrom?: ReadFrom;
+  /** Announced address -> reachable address: `{ '10.0.0.5:6379': 'localhost:16379' }` or a function. */
+  natMap?: NatMap;
+  /**
+   * Split MGET, MSET, DEL, UNLINK, EXISTS and TOUCH whose keys span slots into one command per
+   * slot, run in parallel, merged in key order. Default true. With false, such calls go to the
+   * first key's node and the server answers CROSSSLOT.
+   */
+  splitMultiKey?: boolean;
+  /** Delay before a command that got TRYAGAIN is sent again. Default 100. */
+  retryDelayOnTryAgain?: number;
+  /** Backoff after CLUSTERDOWN, a connection error or a slot no shard serves. Default `{ initialDelay: 100, maxDelay: 2000 }`. */
+  retryBackoff?: Partial<BackoffOptions>;
+  /** Timeout of each CLUSTER SHARDS / CLUSTER SLOTS request during a refresh (connect included). Default 2000. */
+  refreshTimeout?: number;
+  /** Load the server's COMMAND table at start (the built-in one is used when COMMAND is denied). Default true. */
+  loadCommandTable?: boolean;
+}
+
+/** @internal */
+export interface ResolvedClusterOptions {
+  seeds: NodeAddress[];
+  data: ResolvedConnectionOptions;
+  probe: ResolvedConnectionOptions;
+  pool: ResolvedPoolOptions;
+  closeTimeout: number;
+  maxRedirections: number;
+  minRefreshInterval: number;
+  refreshInterval: number;
+  readFrom: ReadFrom;
+  natMap: (a: NodeAddress) => NodeAddress;
+  splitMultiKey: boolean;
+  retryDelayOnTryAgain: number;
+  retryBackoff: BackoffOptions;
+  refreshTimeout: number;
+  loadCommandTable: boolean;
+}
+
+const KNOWN = [
+  ...CONNECTION_OPTION_NAMES, 'pool', 'closeTimeout', 'maxRedirections', 'refresh', 'readFrom', 'natMap', 'splitMultiKey',
+  'retryDelayOnTryAgain', 'retryBackoff', 'refreshTimeout', 'loadCommandTable',
+];
+
+/** Validates seeds and options (TypeError naming the argument or option) and applies defaults. */
+export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): ResolvedClusterOptions {
+  if (!Array.isArray(seeds) || seeds.length === 0) throw new TypeError("seeds must be a non-empty array of 'host:port' strings, redis:// URLs or { host, port } objects.");
+  const parsed = seeds.map((s, i) => parseAddress(s as Address, `seeds[${i}]`));
+  checkObject('options', o);
+  checkKnown('', o, KNOWN);
+  checkNumber('maxRedirections', o.maxRedirections, { min: 0, max: 1000 });
+  checkObject('refresh', o.refresh);
+  checkKnown('refresh', o.refresh, ['minInterval', 'interval']);
+  checkNumber('refresh.minInterval', o.refresh?.minInterval);
+  checkNumber('refresh.interval', o.refresh?.interval);
+  checkOneOf('readFrom', o.readFrom, ['master', 'replica', 'prefer-replica']);
+  if (o.natMap !== undefined && typeof o.natMap !== 'function') checkObject('natMap', o.natMap);
+  checkBoolean('splitMultiKey', o.splitMultiKey);
+  checkNumber('retryDelayOnTryAgain', o.retryDelayOnTryAgain);
+  checkObject('retryBackoff', o.retryBackoff);
+  checkKnown('retryBackoff', o.retryBackoff, ['initialDelay', 'maxDelay']);
+  checkNumber('retryBackoff.initialDelay', o.retryBackoff?.initialDelay, { min: 1 });
+  checkNumber('retryBackoff.maxDelay', o.retryBackoff?.maxDelay, { min: 1 });
+  checkNumber('refreshTimeout', o.refreshTimeout, { min: 1 });
+  checkBoolean('loadCommandTable', o.loadCommandTable);
+  // Credentials and TLS may come from the first seed URL; a cluster has only database 0.
+  const fromUrl = parsed.find((p) => p.username !== undefined || p.password !== undefined || p.tls !== undefined) ?? {};
+  const data = resolveConnectionOptions(o, { ...fromUrl, db: undefined });
+  if (data.db !== 0 || parsed.some((p) => p.db !== undefined && p.db !== 0)) throw new TypeError('Option db must be 0: Redis Cluster has only database 0.');
+  const common = resolveCommon(o);
+  const refreshTimeout = o.refreshTimeout ?? 2000;
+  return {
+    seeds: parsed.map((p) => ({ host: p.host, port: p.port })),
+    data,
+    probe: { ...data, connectTimeout: Math.min(data.connectTimeout || refreshTimeout, refreshTimeout), commandTimeout: refreshTimeout, clientName: undefined },
+    pool: common.pool,
+    closeTimeout: common.closeTimeout,
+    maxRedirections: o.maxRedirections ?? 16,
+    minRefreshInterval: o.refresh?.minInterval ?? 200,
+    refreshInterval: o.refresh?.interval ?? 30000,
+    readFrom: o.readFrom ?? 'master',
+    natMap: resolveNatMap(o.natMap),
+    splitMultiKey: o.splitMultiKey ?? true,
+    retryDelayOnTryAgain: o.retryDelayOnTryAgain ?? 100,
+    retryBackoff: { initialDelay: o.retryBackoff?.initialDelay ?? 100, maxDelay: o.retryBackoff?.maxDelay ?? 2000 },
+    refreshTimeout,
+    loadCommandTable: o.loadCommandTable ?? true,
+  };
+}
