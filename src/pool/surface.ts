@@ -31,8 +31,11 @@ export interface Dispatcher {
   dispatch(args: Arg[], call: ResolvedCall): Promise<Reply>;
   /** Runs a pipeline (`transaction` false) or MULTI/EXEC (true; null when WATCH aborted it). */
   dispatchBatch(commands: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null>;
-  /** Borrows an exclusive connection (to the node owning `key`, in a cluster). */
-  lease(key: Arg | undefined): Promise<LeaseHandle>;
+  /**
+   * Borrows an exclusive connection (to the node owning `key`, in a cluster). `args` is the
+   * command a blocking call will send, so a cluster can route it by its keys.
+   */
+  lease(key: Arg | undefined, args?: readonly Arg[]): Promise<LeaseHandle>;
   /** Default deadline of a call in ms (0 = none). */
   readonly commandTimeout: number;
 }
@@ -88,7 +91,7 @@ abstract class Runner {
     const block = spec.blockSeconds ?? blockingSeconds(args);
     const call = resolveCall(this.dispatcher, this.callOptions, block);
     if (block !== undefined) {
-      return this.dispatcher.lease(undefined).then(async (h) => {
+      return this.dispatcher.lease(undefined, args).then(async (h) => {
         try {
           return applyTransform(spec, await h.conn.send(args, sendOptions(call)));
         } finally {
