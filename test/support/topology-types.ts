@@ -1,0 +1,130 @@
+/**
+ * The public shapes of the topology harness. `topology.ts` re-exports them;
+ * they live here so the process and container backends can share them
+ * without importing each other.
+ */
+import type { NodeAddress } from '../../src/types.js';
+
+export type { NodeAddress };
+
+export interface ServerHandle {
+  readonly host: string;
+  readonly port: number;
+  readonly address: NodeAddress;
+  /** OS pid of the redis process (the last one started); undefined for containers. */
+  readonly pid: number | undefined;
+  /** The node's own directory (config, logs, cluster config). */
+  readonly dir: string;
+  readonly kind: 'server' | 'sentinel';
+  /**
+   * Runs `redis-cli -h <host> -p <port> -e <args...>` (authenticated when the
+   * node has a password) and returns its trimmed stdout. Rejects when
+   * redis-cli exits non-zero: connection failure, or an error reply (`-e`).
+   */
+  cli(...args: string[]): Promise<string>;
+  /** Sends `signal` (default SIGKILL) and resolves when the process has exited. No-op if not alive. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** SIGSTOP: the process stays alive but stops answering. */
+  pause(): void;
+  /** SIGCONT after `pause()`. */
+  resume(): void;
+  /**
+   * Starts the node again on the same port with the same (possibly
+   * server-rewritten) config file and waits until it answers PING.
+   * A node still alive is SIGKILLed first.
+   */
+  restart(): Promise<void>;
+  /** Started and not exited (a paused node is alive). */
+  isAlive(): boolean;
+  /** True between `pause()` and `resume()`. */
+  isPaused(): boolean;
+  /** The last `lines` lines (default 40) of the node's log and captured stdout/stderr. */
+  logTail(lines?: number): string;
+}
+
+export interface StandaloneOptions {
+  /** `requirepass` for the default user. */
+  password?: string;
+  /** Extra ACL lines like `user alice on >secret ~* +@all`. */
+  acl?: string[];
+  /** Extra redis.conf directives. */
+  config?: Record<string, string>;
+}
+
+export interface StandaloneTopology {
+  server: ServerHandle;
+  address: NodeAddress;
+  /** `redis://[:password@]127.0.0.1:<port>` */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface SentinelOptions {
+  /** Default 'mymaster'. */
+  masterName?: string;
+  /** Default 2. */
+  replicas?: number;
+  /** Default 3. */
+  sentinels?: number;
+  /** Default 2. */
+  quorum?: number;
+  /** `sentinel down-after-milliseconds`, default 1000. */
+  downAfterMs?: number;
+  /** `sentinel failover-timeout`, default 5000. */
+  failoverTimeoutMs?: number;
+  /** Extra ACL lines for the sentinels, e.g. a user without SUBSCRIBE. */
+  sentinelAcl?: string[];
+  /** requirepass + masterauth on the data nodes, `sentinel auth-pass` on the sentinels. */
+  masterPassword?: string;
+}
+
+export interface SentinelTopology {
+  masterName: string;
+  /** The INITIAL master. */
+  master: ServerHandle;
+  replicas: ServerHandle[];
+  sentinels: ServerHandle[];
+  sentinelAddresses: NodeAddress[];
+  /** master + replicas */
+  dataNodes: ServerHandle[];
+  /** Asks the first alive, unpaused sentinel for the current master address. */
+  currentMaster(): Promise<NodeAddress>;
+  /** The handle of the node (data node or sentinel) at this address. */
+  handleFor(a: NodeAddress): ServerHandle | undefined;
+  /**
+   * Waits until all alive, unpaused sentinels agree on a master other than
+   * `from`, and that node reports role master. Returns its address.
+   */
+  waitForNewMaster(from: NodeAddress, timeoutMs?: number): Promise<NodeAddress>;
+  stop(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  /** Default 3. */
+  masters?: number;
+  /** Default 1. */
+  replicasPerMaster?: number;
+  /** Extra redis.conf directives for every node. */
+  config?: Record<string, string>;
+  /** `cluster-node-timeout`, default 2000. */
+  nodeTimeoutMs?: number;
+}
+
+export interface ClusterTopology {
+  nodes: ServerHandle[];
+  seeds: NodeAddress[];
+  /** Alive, unpaused nodes whose ROLE is master, asked now. */
+  masters(): Promise<ServerHandle[]>;
+  /** Alive, unpaused nodes whose ROLE is slave, asked now. */
+  replicas(): Promise<ServerHandle[]>;
+  /** The current master owning `slot` (by majority of the alive nodes' CLUSTER SLOTS). */
+  nodeForSlot(slot: number): Promise<ServerHandle>;
+  handleFor(a: NodeAddress): ServerHandle | undefined;
+  /**
+   * Every alive, unpaused node says cluster_state:ok, all of them report the
+   * same owner for every one of the 16384 slots, and every owner is alive and
+   * unpaused (so after killing a master this waits for its replica to take over).
+   */
+  waitForClusterOk(timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
