@@ -19,3 +19,5 @@ export {
 export { keySlot } from './cluster/slot.js';
 export { SentinelPool, type SentinelEvents, type SentinelStats, type FailoverEvent, type DetectedBy } from './sentinel/sentinel-pool.js';
 export type { SentinelOptions, NatMap } from './sentinel/options.js';
+export { ClusterPool, type ClusterEvents, type ClusterStats } from './cluster/cluster-pool.js';
+export type { ClusterOptions } from './cluster/options.js';
