@@ -10,5 +10,8 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     teardownTimeout: 30_000,
+    // CI sets VITEST_JSON to a path: the JSON report feeds its "N passed, N failed" line.
+    reporters: process.env.VITEST_JSON ? ['default', 'json'] : ['default'],
+    ...(process.env.VITEST_JSON ? { outputFile: { json: process.env.VITEST_JSON } } : {}),
   },
 });
