@@ -39,9 +39,9 @@ export interface ClusterOptions extends ConnectionOptions, CommonOptions {
    * first key's node and the server answers CROSSSLOT.
    */
   splitMultiKey?: boolean;
-  /** Delay before a command that got TRYAGAIN is sent again. Default 100. */
+  /** First delay before a command that got TRYAGAIN is sent again (doubling on each further TRYAGAIN). Default 100. */
   retryDelayOnTryAgain?: number;
-  /** Backoff after CLUSTERDOWN, a connection error or a slot no shard serves. Default `{ initialDelay: 100, maxDelay: 2000 }`. */
+  /** Backoff after CLUSTERDOWN or a connection error; its maxDelay also caps the doubling TRYAGAIN delay. Default `{ initialDelay: 100, maxDelay: 2000 }`. */
   retryBackoff?: Partial<BackoffOptions>;
   /** Timeout of each CLUSTER SHARDS / CLUSTER SLOTS request during a refresh (connect included). Default 2000. */
   refreshTimeout?: number;

@@ -1,5 +1,5 @@
 import { Connection } from '../connection/connection.js';
-import { ConnectionError, RedisError } from '../errors.js';
+import { ConnectionError, PoolClosedError, RedisError } from '../errors.js';
 import { NodePool } from '../pool/node-pool.js';
 import { formatAddress, type NodeAddress, type Reply } from '../types.js';
 import type { ResolvedClusterOptions } from './options.js';
@@ -79,6 +79,7 @@ export class Topology {
 
   /** The pool of a node, created on first use. */
   pool(address: NodeAddress): NodePool {
+    if (this.closed) throw new PoolClosedError();
     const key = formatAddress(address);
     let p = this.pools.get(key);
     if (p && !p.isClosed) return p;

@@ -38,6 +38,8 @@ const SETTLED = 2;
 
 class Command {
   state = QUEUED;
+  /** SUBSCRIBE to n channels: n-1 placeholder entries follow this one to absorb the extra confirmations. */
+  extras = 0;
   timer = 0; // deadline in epoch ms; 0 = none
   abort: (() => void) | undefined;
   constructor(
@@ -247,6 +249,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       }
       this.toWrite.push(cmd);
       if (subscribe) {
+        cmd.extras = Math.max(0, args.length - 2);
         // One confirmation arrives per channel; the extra entries absorb them in order.
         for (let i = 2; i < args.length; i++) {
           const extra = new Command(name, '', () => {}, () => {}, false, false, true, undefined, undefined);
@@ -296,10 +299,10 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   }
 
   private onReply(value: DecodedValue, attrs: Map<Reply, Reply> | undefined): void {
-    if (this.subscribed && Array.isArray(value) && value.length >= 3 && typeof value[0] === 'string') {
-      // RESP2 pub/sub: messages arrive as ordinary arrays in the reply stream.
+    if (this.subscribed && this.opts.protocol === 2 && Array.isArray(value) && value.length >= 3 && typeof value[0] === 'string') {
+      // RESP2 pub/sub: messages arrive as ordinary arrays in the reply stream (RESP3 sends them as pushes).
       if (MESSAGE.has(value[0])) {
-        this.emit('push', value);
+        this.deliverPush(value);
         return;
       }
     }
@@ -309,6 +312,8 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       return;
     }
     if (cmd.blocking) this.blockingInflight--;
+    // A refused SUBSCRIBE (e.g. NOPERM) sends one error, not one reply per channel: drop the placeholders.
+    if (cmd.extras > 0 && value instanceof RedisError) for (let i = 0; i < cmd.extras; i++) this.inflight.shift();
     if (cmd.subscribe && Array.isArray(value) && typeof value[0] === 'string' && CONFIRM.has(value[0])) this.subscribed = true;
     if (cmd.state === SETTLED) return; // its caller gave up (timeout or abort); the late reply is dropped
     this.settle(cmd);
@@ -316,7 +321,13 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       value.address = this.address;
       cmd.reject(value);
     } else {
-      if (attrs && cmd.onAttributes) cmd.onAttributes(attrs);
+      if (attrs && cmd.onAttributes) {
+        try {
+          cmd.onAttributes(attrs);
+        } catch (e) {
+          rethrowLater(e);
+        }
+      }
       cmd.resolve(value);
     }
   }
@@ -333,7 +344,16 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       }
       return;
     }
-    this.emit('push', value);
+    this.deliverPush(value);
+  }
+
+  /** A listener that throws must not be mistaken for a decoding failure and take the connection down. */
+  private deliverPush(value: Reply[]): void {
+    try {
+      this.emit('push', value);
+    } catch (e) {
+      rethrowLater(e);
+    }
   }
 
   private settle(cmd: Command): void {
@@ -348,7 +368,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     this.settle(cmd);
     if (!wasWritten) {
       const i = this.toWrite.indexOf(cmd);
-      if (i !== -1) this.toWrite.splice(i, 1);
+      if (i !== -1) this.toWrite.splice(i, 1 + cmd.extras);
     }
     cmd.reject(err);
   }
@@ -383,7 +403,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       const idleSince = this.lastActivity;
       if (now - idleSince >= st) {
         const cause = new TimeoutError(`No data from ${this.label} for ${now - idleSince} ms (socketTimeout ${st} ms) while ${this.inflight.length} commands waited.`, { address: this.address, sent: true });
-        this.destroy(new ConnectionError(`Connection to ${this.label} stopped answering; it was dropped.`, { cause, address: this.address }));
+        this.destroy(cause);
         return;
       }
       next = Math.min(next, idleSince + st);
@@ -429,4 +449,11 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     }
     this.destroy(undefined);
   }
+}
+
+/** Surfaces a user callback's exception as an uncaught error, outside the decoder. */
+function rethrowLater(e: unknown): void {
+  process.nextTick(() => {
+    throw e;
+  });
 }

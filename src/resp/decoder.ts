@@ -238,6 +238,7 @@ export class RespDecoder {
         return f.items as Reply[];
       case FrameKind.Push:
         if (this.stack.length === 0) {
+          this.attributes = undefined;
           this.opts.onPush(f.items as Reply[]);
           return NOTHING;
         }

@@ -1,0 +1,201 @@
+import { BUILTIN_TABLE_VERSION, CommandRegistry } from '../commands/command-table.js';
+import { HELPERS, type ScanOptions } from '../commands/helpers.js';
+import type { NodePool, NodePoolStats } from '../pool/node-pool.js';
+import { BasePool, resolveCall, type PoolEvents } from '../pool/surface.js';
+import type { Address, NodeAddress } from '../types.js';
+import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
+import { resolveClusterOptions, type ClusterOptions, type ResolvedClusterOptions } from './options.js';
+import { Topology, type TopologyChange } from './topology.js';
+
+/** Events of a {@link ClusterPool}. */
+export interface ClusterEvents extends PoolEvents {
+  /** A refresh changed the cluster: nodes added or removed (`host:port`), slots moved. */
+  topology: [change: TopologyChange];
+  /** A command got MOVED: `slot` now lives on `to` (the map was patched at once). */
+  moved: [info: { slot: number; from: NodeAddress; to: NodeAddress }];
+  /** A command got ASK: it was sent again to `to` with ASKING (the map is unchanged). */
+  ask: [info: { slot: number; from: NodeAddress; to: NodeAddress }];
+  /** A node failed: a connection was lost or could not be made, or a refresh failed there. */
+  'node-error': [info: { address: NodeAddress; error: Error }];
+}
+
+/** One node as `nodes()` and `stats()` report it. */
+export interface ClusterNodeInfo extends NodeAddress {
+  role: 'master' | 'replica';
+  health: 'online' | 'loading' | 'failed' | 'unknown';
+  id?: string;
+}
+
+/** What `stats()` reports. */
+export interface ClusterStats {
+  /** Nodes in the slot map. */
+  nodes: number;
+  /** Masters serving at least one slot. */
+  masters: number;
+  /** Slots some shard serves (16384 when the cluster is fully covered). */
+  coveredSlots: number;
+  /** Per node pool: lanes and exclusive pool sizes. */
+  pools: NodePoolStats[];
+  /** Redirections and retries followed so far. */
+  redirects: { moved: number; ask: number; tryagain: number; clusterdown: number; connection: number };
+  /** Slot map refreshes run so far (the initial load included). */
+  refreshes: number;
+  /** Whether the server's COMMAND table was loaded (else the built-in one is used). */
+  liveCommandTable: boolean;
+  closed: boolean;
+}
+
+/**
+ * A pool for a Redis Cluster. Same API as `StandalonePool` and `SentinelPool`: commands are
+ * routed by hash slot, MOVED/ASK/TRYAGAIN/CLUSTERDOWN are followed as the cluster
+ * specification says, pipelines may span nodes, and MGET/MSET/DEL/UNLINK/EXISTS/TOUCH may
+ * span slots (split and merged).
+ *
+ * ```ts
+ * const pool = await ClusterPool.create(['127.0.0.1:7000', '127.0.0.1:7001']);
+ * await pool.mset({ a: '1', b: '2' }); // two slots, two nodes: split and merged
+ * await pool.close();
+ * ```
+ *
+ * Routing: a command's keys come from the COMMAND table (loaded once from the server,
+ * built-in table when COMMAND is denied). Keyless commands go to any master (round robin);
+ * commands whose `request_policy` tip is `all_shards` / `all_nodes` (DBSIZE, KEYS, FLUSHALL,
+ * SCRIPT LOAD, PING, INFO, …) are sent to every master (and replica for `all_nodes`) and
+ * merged as their `response_policy` says (DBSIZE sums; INFO returns one reply per node).
+ * MSETNX, RENAME, SUNIONSTORE, EVAL, … with keys in several slots are refused with
+ * `CrossSlotError` before anything is sent.
+ */
+export class ClusterPool extends BasePool<ClusterEvents> {
+  protected readonly dispatcher: ClusterDispatcher;
+  private readonly o: ResolvedClusterOptions;
+  private readonly topology: Topology;
+  private readonly registry = new CommandRegistry();
+  private readonly redirects = { moved: 0, ask: 0, tryagain: 0, clusterdown: 0, connection: 0 };
+  private closing: Promise<void> | undefined;
+
+  private constructor(o: ResolvedClusterOptions) {
+    super();
+    this.o = o;
+    this.topology = new Topology(o, {
+      onChange: (change) => this.emit('topology', change),
+      onNodeError: (address, error) => {
+        if (!this.closed) this.emit('node-error', { address: { host: address.host, port: address.port }, error });
+      },
+      onPoolCreated: (pool) => this.watchPool(pool),
+    });
+    const host: ClusterHost = {
+      topology: this.topology,
+      o,
+      registry: this.registry,
+      isClosed: () => this.closed,
+      onMoved: (slot, from, to) => {
+        this.redirects.moved++;
+        this.emit('moved', { slot, from: { host: from.host, port: from.port }, to: { host: to.host, port: to.port } });
+      },
+      onAsk: (slot, from, to) => {
+        this.redirects.ask++;
+        this.emit('ask', { slot, from: { host: from.host, port: from.port }, to: { host: to.host, port: to.port } });
+      },
+      onRetry: (kind) => {
+        this.redirects[kind]++;
+      },
+    };
+    this.dispatcher = new ClusterDispatcher(host);
+  }
+
+  private watchPool(pool: NodePool): void {
+    pool.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
+    pool.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
+    pool.on('error', (error) => {
+      if (!this.closed) this.emit('node-error', { address: { ...pool.target }, error });
+    });
+  }
+
+  /**
+   * Connects to a cluster through `seeds` (`'host:port'`, `redis://` URLs or `{ host, port }`;
+   * one reachable seed is enough). Resolves once the slot map is loaded (CLUSTER SHARDS, or
+   * CLUSTER SLOTS before Redis 7) and the COMMAND table read. Rejects with a TypeError naming
+   * a bad argument or option, or a ConnectionError whose cause holds every seed's error.
+   */
+  static async create(seeds: Address[], options: ClusterOptions = {}): Promise<ClusterPool> {
+    const o = resolveClusterOptions(seeds, options);
+    const pool = new ClusterPool(o);
+    try {
+      await pool.topology.start();
+      if (o.loadCommandTable) await pool.loadCommands();
+    } catch (err) {
+      await pool.close();
+      throw err;
+    }
+    return pool;
+  }
+
+  /** Reads COMMAND from one master; keeps the built-in table when it is denied or fails. */
+  private async loadCommands(): Promise<void> {
+    const master = this.topology.map.masters({ withSlots: true })[0];
+    if (!master) return;
+    try {
+      const reply = await this.dispatcher.sendTo(master, ['COMMAND'], resolveCall(this.dispatcher, { timeout: Math.max(this.o.refreshTimeout, 5000) }, undefined));
+      this.registry.load(reply);
+    } catch (err) {
+      this.emit('error', new Error(`COMMAND failed on ${master.key}; using the built-in command table (redis ${BUILTIN_TABLE_VERSION}): ${(err as Error).message}`, { cause: err }));
+    }
+  }
+
+  /** The nodes of the current slot map, masters first. */
+  nodes(): ClusterNodeInfo[] {
+    return this.topology.map.nodes().map((n) => {
+      const out: ClusterNodeInfo = { host: n.host, port: n.port, role: n.role, health: n.health };
+      if (n.id !== undefined) out.id = n.id;
+      return out;
+    });
+  }
+
+  /** Asks for a slot map refresh now (rate limited by `refresh.minInterval`) and waits for it. */
+  refresh(): Promise<void> {
+    this.ensureOpen();
+    return this.topology.refreshed();
+  }
+
+  /**
+   * Iterates over every key of every master (SCAN on each in turn). A key is seen once unless
+   * its slot migrates during the walk.
+   */
+  override async *scanIterator(options?: ScanOptions): AsyncIterableIterator<string> {
+    this.ensureOpen();
+    const masters = this.topology.map.masters({ withSlots: true });
+    for (const m of masters) {
+      let cursor = '0';
+      do {
+        const spec = HELPERS.scan(cursor, options);
+        const reply = await this.dispatcher.sendTo(m, spec.args, resolveCall(this.dispatcher, this.callOptions, undefined));
+        const [next, keys] = spec.transform!(reply) as [string, string[]];
+        cursor = next;
+        for (const k of keys) yield k;
+      } while (cursor !== '0');
+    }
+  }
+
+  /** Nodes, masters, per-node pools, redirect and refresh counts. */
+  stats(): ClusterStats {
+    const map = this.topology.map;
+    return {
+      nodes: map.nodes().length,
+      masters: map.masters({ withSlots: true }).length,
+      coveredSlots: map.coveredSlots,
+      pools: this.topology.allPools().map((p) => p.stats()),
+      redirects: { ...this.redirects },
+      refreshes: this.topology.refreshes,
+      liveCommandTable: this.registry.hasLiveTable,
+      closed: this.closed,
+    };
+  }
+
+  /** Stops refreshes, lets in-flight commands finish (bounded by `closeTimeout`), closes every node pool. */
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
+    this.closed = true;
+    this.closing = this.topology.close();
+    return this.closing;
+  }
+}
