@@ -21,3 +21,4 @@ export { SentinelPool, type SentinelEvents, type SentinelStats, type FailoverEve
 export type { SentinelOptions, NatMap } from './sentinel/options.js';
 export { ClusterPool, type ClusterEvents, type ClusterStats } from './cluster/cluster-pool.js';
 export type { ClusterOptions } from './cluster/options.js';
+export type { ClusterNodeInfo } from './cluster/cluster-pool.js';

@@ -50,6 +50,7 @@ export class Gate {
   /** Waits until the gate opens, the command's deadline or `queueTimeout` passes, or its signal aborts. */
   wait(call: ResolvedCall, command: string): Promise<void> {
     if (this.openNow) return Promise.resolve();
+    if (call.signal?.aborted) return Promise.reject(call.signal.reason);
     if (this.waiters.length >= this.maxQueued) {
       return Promise.reject(new QueueFullError(`${command} refused: ${this.waiters.length} commands already wait for ${this.describe()} (maxQueued ${this.maxQueued}).`));
     }

@@ -1,0 +1,187 @@
+/**
+ * Cluster benchmark: redis-ha-pool ClusterPool vs ioredis Cluster (with and without
+ * enableAutoPipelining) vs node-redis createCluster, in one run against one 6-node cluster
+ * (3 masters, 3 replicas) this script starts and stops itself.
+ *
+ *   npx tsx test/bench/cluster.ts
+ *
+ * Environment:
+ *   BENCH_OPS          SETs per client (default 200000)
+ *   BENCH_CONCURRENCY  commands in flight (default 500)
+ *   BENCH_PIPELINE     commands in the cross-node pipeline (default 10000)
+ *   BENCH_ONLY         comma list of clients: ha, ioredis, ioredis-ap, node-redis
+ *
+ * Workloads:
+ * 1. BENCH_OPS SETs of 64-byte values over 10,000 keys (every slot range, so every master),
+ *    BENCH_CONCURRENCY async workers each awaiting its SET before the next.
+ * 2. One pipeline of BENCH_PIPELINE SETs of distinct keys spanning every master. Afterwards the
+ *    keys actually written are counted on the servers (DBSIZE on every master), because a
+ *    client may reject the pipeline yet have applied part of it.
+ */
+import { Cluster } from 'ioredis';
+import { createCluster } from 'redis';
+import { ClusterPool } from '../../src/index.js';
+import { startCluster, type ClusterTopology } from '../support/topology.js';
+import { envInt, envList, fmtInt, fmtMs, installCleanupHandlers, markdownTable, runWorkers, summarize, systemInfo, type Summary } from './lib.js';
+
+const OPS = envInt('BENCH_OPS', 200_000);
+const CONCURRENCY = envInt('BENCH_CONCURRENCY', 500);
+const PIPELINE = envInt('BENCH_PIPELINE', 10_000);
+const ONLY = envList('BENCH_ONLY');
+const VALUE = 'v'.repeat(64);
+const KEYS = Array.from({ length: 10_000 }, (_, i) => `bench:key:${i}`);
+
+interface Client {
+  name: string;
+  set(key: string, value: string): Promise<unknown>;
+  /** Runs the pipeline; resolves to per-command outcomes, or rejects when the client refuses it. */
+  pipeline(keys: string[]): Promise<Array<unknown>>;
+  close(): Promise<void>;
+}
+
+async function ha(seeds: string[]): Promise<Client> {
+  const pool = await ClusterPool.create(seeds);
+  return {
+    name: 'redis-ha-pool ClusterPool',
+    set: (k, v) => pool.set(k, v),
+    async pipeline(keys) {
+      const p = pool.pipeline();
+      for (const k of keys) p.set(k, VALUE);
+      return (await p.exec())!;
+    },
+    close: () => pool.close(),
+  };
+}
+
+async function ioredis(seeds: string[], autoPipelining: boolean): Promise<Client> {
+  const c = new Cluster(seeds.map((s) => ({ host: s.split(':')[0]!, port: Number(s.split(':')[1]) })), { enableAutoPipelining: autoPipelining });
+  await new Promise<void>((resolve, reject) => {
+    c.once('ready', () => resolve());
+    c.once('error', reject);
+  });
+  return {
+    name: `ioredis Cluster${autoPipelining ? ' (enableAutoPipelining)' : ''}`,
+    set: (k, v) => c.set(k, v),
+    async pipeline(keys) {
+      const p = c.pipeline();
+      for (const k of keys) p.set(k, VALUE);
+      const res = await p.exec();
+      return (res ?? []).map(([err, v]) => err ?? v);
+    },
+    close: async () => {
+      await c.quit().catch(() => c.disconnect());
+    },
+  };
+}
+
+async function nodeRedis(seeds: string[]): Promise<Client> {
+  const c = createCluster({ rootNodes: seeds.map((s) => ({ url: `redis://${s}` })) });
+  c.on('error', () => {});
+  await c.connect();
+  return {
+    name: 'node-redis createCluster',
+    set: (k, v) => c.set(k, v),
+    async pipeline(keys) {
+      const m = c.multi();
+      for (const k of keys) m.set(k, VALUE);
+      return (await m.execAsPipeline()) as unknown[];
+    },
+    close: async () => {
+      await c.close().catch(() => c.destroy());
+    },
+  };
+}
+
+interface Row {
+  name: string;
+  sets: Summary;
+  pipeline: { outcome: string; applied: number; ms: number };
+}
+
+async function dbsize(topo: ClusterTopology): Promise<number> {
+  let n = 0;
+  for (const m of await topo.masters()) n += Number(await m.cli('DBSIZE'));
+  return n;
+}
+
+async function flushall(topo: ClusterTopology): Promise<void> {
+  for (const m of await topo.masters()) await m.cli('FLUSHALL');
+}
+
+async function measure(topo: ClusterTopology, make: () => Promise<Client>): Promise<Row> {
+  await flushall(topo);
+  const client = await make();
+  try {
+    // Warm-up: connections to every master, slot map loaded.
+    await runWorkers(KEYS.length, CONCURRENCY, (i) => client.set(KEYS[i]!, VALUE));
+    const run = await runWorkers(OPS, CONCURRENCY, (i) => client.set(KEYS[i % KEYS.length]!, VALUE));
+    const sets = summarize(run);
+    await flushall(topo);
+    const keys = Array.from({ length: PIPELINE }, (_, i) => `pipe:${i}`);
+    const t0 = performance.now();
+    let outcome: string;
+    try {
+      const res = await client.pipeline(keys);
+      const errors = res.filter((r) => r instanceof Error).length;
+      outcome = errors === 0 ? `all ${fmtInt(res.length)} OK` : `${fmtInt(errors)} of ${fmtInt(res.length)} failed (${String((res.find((r) => r instanceof Error) as Error).message).slice(0, 40)})`;
+    } catch (err) {
+      outcome = `rejected: ${String((err as Error).message).split('\n')[0]!.slice(0, 60)}`;
+    }
+    const ms = performance.now() - t0;
+    const applied = await dbsize(topo);
+    return { name: client.name, sets, pipeline: { outcome, applied, ms } };
+  } finally {
+    await client.close();
+  }
+}
+
+async function main(): Promise<void> {
+  installCleanupHandlers();
+  const topo = await startCluster();
+  try {
+    await topo.waitForClusterOk();
+    const seeds = topo.seeds.map((s) => `${s.host}:${s.port}`);
+    const clients: Array<[string, () => Promise<Client>]> = [
+      ['ha', () => ha(seeds)],
+      ['ioredis', () => ioredis(seeds, false)],
+      ['ioredis-ap', () => ioredis(seeds, true)],
+      ['node-redis', () => nodeRedis(seeds)],
+    ];
+    const rows: Row[] = [];
+    for (const [id, make] of clients) {
+      if (ONLY && !ONLY.has(id)) continue;
+      process.stderr.write(`[bench] ${id}...\n`);
+      rows.push(await measure(topo, make));
+    }
+    const sys = systemInfo();
+    const apRow = rows.find((r) => r.name.includes('enableAutoPipelining'));
+    console.log(`\n### Cluster: ${fmtInt(OPS)} SETs at ${CONCURRENCY} in flight; one ${fmtInt(PIPELINE)}-command pipeline across all masters\n`);
+    console.log(`${JSON.stringify(sys)}\n`);
+    console.log(
+      markdownTable(
+        ['client', 'SET/s', 'p50 ms', 'p99 ms', 'vs ioredis AP', 'cross-node pipeline', 'keys applied', 'pipeline ms'],
+        rows.map((r) => [
+          r.name,
+          fmtInt(r.sets.opsPerSec),
+          fmtMs(r.sets.p50Ms),
+          fmtMs(r.sets.p99Ms),
+          apRow ? `${(r.sets.opsPerSec / apRow.sets.opsPerSec).toFixed(2)}x` : '-',
+          r.pipeline.outcome,
+          `${fmtInt(r.pipeline.applied)} / ${fmtInt(PIPELINE)}`,
+          fmtMs(r.pipeline.ms),
+        ]),
+        ['left', 'right', 'right', 'right', 'right', 'left', 'right', 'right'],
+      ),
+    );
+  } finally {
+    await topo.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
