@@ -6,7 +6,7 @@ import type { NodeAddress } from '../types.js';
  */
 export type SentinelSignal =
   /** The failover leader started working on our master: hold writes to the old master. */
-  | { kind: 'failover-start'; event: string }
+  | { kind: 'failover-start'; event: string; master: NodeAddress }
   /** A replica of our master was promoted: it may become the master before `+switch-master`. */
   | { kind: 'promoted'; address: NodeAddress }
   /** `+switch-master`: the sentinels now name another master. */
@@ -94,7 +94,7 @@ export function classifySentinelMessage(channel: string, payload: string, master
   if (!d) return undefined;
   const ours = d.type === 'master' ? d.name === masterName : d.master?.name === masterName;
   if (!ours) return undefined;
-  if (FENCE_START.has(channel)) return { kind: 'failover-start', event: channel };
+  if (FENCE_START.has(channel)) return { kind: 'failover-start', event: channel, master: d.type === 'master' ? d.address : d.master!.address };
   switch (channel) {
     case '+promoted-slave':
       return { kind: 'promoted', address: d.address };

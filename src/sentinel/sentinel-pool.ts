@@ -185,6 +185,11 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     if (this.closed) return;
     switch (sig.kind) {
       case 'failover-start':
+        // A failover of another address (a replayed old one) is only a hint to look again.
+        if (!sameAddress(this.o.natMap(sig.master), this.node.target)) {
+          this.requestRefresh('pubsub', false);
+          return;
+        }
         if (this.o.role === 'master' && !this.fence) {
           const from = this.node.target;
           this.gate.close();

@@ -33,6 +33,8 @@ export class SentinelWatcher {
   attempts = 0;
   polling = false;
   connected = false;
+  private wasUp = false;
+  private reportedDown = false;
 
   constructor(
     readonly address: NodeAddress,
@@ -68,6 +70,7 @@ export class SentinelWatcher {
           // Subscribed connections take no command timeout: they wait for messages forever.
           await conn.send(['SUBSCRIBE', ...SENTINEL_CHANNELS], { timeout: this.conn0.commandTimeout });
           this.connected = true;
+          this.wasUp = true;
           this.hooks.onUp(this.address, everUp || this.attempts > 0);
           everUp = true;
           this.attempts = 0;
@@ -89,7 +92,12 @@ export class SentinelWatcher {
         }
         lost = err as Error;
       }
-      if (lost) this.hooks.onDown(this.address, lost);
+      // Report a sentinel going down once per outage, not once per failed reconnect.
+      if (lost && (this.wasUp || !this.reportedDown)) this.hooks.onDown(this.address, lost);
+      if (lost) {
+        this.wasUp = false;
+        this.reportedDown = true;
+      }
       const delay = backoffDelay(this.attempts, this.backoff);
       this.hooks.onBackoff?.(this.address, delay, this.attempts);
       this.attempts++;
@@ -103,6 +111,7 @@ export class SentinelWatcher {
       const reply = await oneShot(this.address, this.conn0, ['SENTINEL', 'get-master-addr-by-name', this.masterName]);
       if (!this.connected) {
         this.connected = true;
+        this.wasUp = true;
         this.hooks.onUp(this.address, this.attempts > 0);
         this.attempts = 0;
       }
