@@ -6,7 +6,7 @@ import type { NodeAddress } from '../types.js';
  */
 export type SentinelSignal =
   /** The failover leader started working on our master: hold writes to the old master. */
-  | { kind: 'failover-start'; event: string; master: NodeAddress }
+  | { kind: 'failover-start'; event: string; master: NodeAddress; candidate?: NodeAddress }
   /** A replica of our master was promoted: it may become the master before `+switch-master`. */
   | { kind: 'promoted'; address: NodeAddress }
   /** `+switch-master`: the sentinels now name another master. */
@@ -94,7 +94,11 @@ export function classifySentinelMessage(channel: string, payload: string, master
   if (!d) return undefined;
   const ours = d.type === 'master' ? d.name === masterName : d.master?.name === masterName;
   if (!ours) return undefined;
-  if (FENCE_START.has(channel)) return { kind: 'failover-start', event: channel, master: d.type === 'master' ? d.address : d.master!.address };
+  if (FENCE_START.has(channel)) {
+    if (d.type === 'master') return { kind: 'failover-start', event: channel, master: d.address };
+    // Events about a slave name the replica chosen for promotion: it can be watched directly.
+    return { kind: 'failover-start', event: channel, master: d.master!.address, candidate: d.address };
+  }
   switch (channel) {
     case '+promoted-slave':
       return { kind: 'promoted', address: d.address };
@@ -109,13 +113,15 @@ export function classifySentinelMessage(channel: string, payload: string, master
       return { kind: 'sentinel', address: d.address };
     case '+slave':
       return { kind: 'replicas', event: channel };
+    case '+role-change':
+      // A node reporting a new role may be a replica turned master: always worth a look.
+      return { kind: 'refresh', event: channel };
     case '+sdown':
     case '-sdown':
     case '+odown':
     case '-odown':
     case '+convert-to-slave':
     case '+reset-master':
-    case '+role-change':
     case '+failover-state-reconf-slaves':
       return d.type === 'slave' ? { kind: 'replicas', event: channel } : { kind: 'refresh', event: channel };
   }

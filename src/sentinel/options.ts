@@ -34,6 +34,12 @@ export interface SentinelOptions extends ConnectionOptions, CommonOptions {
   queueTimeout?: number;
   /** Longest writes are held after a sentinel announced a failover that has not completed. Default 15000. */
   fenceTimeout?: number;
+  /**
+   * While a failover of our master is under way, how often the replica the leader selected is
+   * asked for its ROLE, so the pool switches the moment it is promoted. 0 waits for
+   * `+promoted-slave` / `+switch-master` instead. Default 25.
+   */
+  promotionCheckInterval?: number;
   /** How long `create()` keeps retrying when the sentinels name a node that is not (yet) a master. Default 10000. */
   discoveryTimeout?: number;
   /** Announced address -> reachable address: `{ '10.0.0.5:6379': 'localhost:16379' }` or a function. */
@@ -56,13 +62,14 @@ export interface ResolvedSentinelOptions {
   maxQueued: number;
   queueTimeout: number;
   fenceTimeout: number;
+  promotionCheckInterval: number;
   discoveryTimeout: number;
   natMap: (a: NodeAddress) => NodeAddress;
 }
 
 const KNOWN = [
   ...CONNECTION_OPTION_NAMES, 'pool', 'closeTimeout', 'role', 'sentinelUsername', 'sentinelPassword', 'sentinelTls', 'sentinelTimeout',
-  'resubscribe', 'pollInterval', 'sentinelPollInterval', 'maxQueued', 'queueTimeout', 'fenceTimeout', 'discoveryTimeout', 'natMap',
+  'resubscribe', 'pollInterval', 'sentinelPollInterval', 'maxQueued', 'queueTimeout', 'fenceTimeout', 'promotionCheckInterval', 'discoveryTimeout', 'natMap',
 ];
 
 /** Turns a `natMap` option into a function. */
@@ -103,6 +110,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   checkNumber('queueTimeout', o.queueTimeout, { min: 1 });
   checkNumber('fenceTimeout', o.fenceTimeout, { min: 1 });
   checkNumber('discoveryTimeout', o.discoveryTimeout);
+  checkNumber('promotionCheckInterval', o.promotionCheckInterval);
   checkBoolean('sentinelTls', typeof o.sentinelTls === 'boolean' ? o.sentinelTls : undefined);
   const data = resolveConnectionOptions(o);
   const sentinelTimeout = o.sentinelTimeout ?? 500;
@@ -126,6 +134,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     maxQueued: o.maxQueued ?? 10000,
     queueTimeout: o.queueTimeout ?? 5000,
     fenceTimeout: o.fenceTimeout ?? 15000,
+    promotionCheckInterval: o.promotionCheckInterval ?? 25,
     discoveryTimeout: o.discoveryTimeout ?? 10000,
     natMap: resolveNatMap(o.natMap),
   };

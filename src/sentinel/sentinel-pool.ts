@@ -86,6 +86,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private replicaPools: NodePool[] = [];
   private replicaRr = 0;
   private replicaRefresh: Promise<void> | undefined;
+  private watching: NodeAddress | undefined;
+  private readonly closeSignal = new AbortController();
 
   private constructor(o: ResolvedSentinelOptions, master: NodeAddress) {
     super();
@@ -203,6 +205,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
           this.fence = { from, timer };
           this.emit('failover-start', { masterName: this.o.masterName, master: from, event: sig.event, at: Date.now() });
         }
+        if (sig.candidate && this.fence) void this.watchPromotion(this.o.natMap(sig.candidate));
         return;
       case 'promoted':
         void this.tryPromoted(this.o.natMap(sig.address));
@@ -233,6 +236,31 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         return;
     }
     void channel;
+  }
+
+  /**
+   * The leader selected `candidate` for promotion: ask it for its ROLE until it is a master
+   * (then switch at once, about a second before Sentinel publishes `+promoted-slave`), the
+   * fence ends, or the pool closes.
+   */
+  private async watchPromotion(candidate: NodeAddress): Promise<void> {
+    const every = this.o.promotionCheckInterval;
+    if (every === 0 || this.watching?.host === candidate.host && this.watching.port === candidate.port) return;
+    this.watching = candidate;
+    try {
+      while (this.fence && !this.closed) {
+        try {
+          await verifyMaster(candidate, this.o.probe);
+          if (this.fence && !this.closed) this.applyMaster(candidate, 'pubsub');
+          return;
+        } catch {
+          // Not promoted yet (or not reachable): look again shortly.
+        }
+        await sleep(every, this.closeSignal.signal);
+      }
+    } finally {
+      this.watching = undefined;
+    }
   }
 
   /** `+promoted-slave`: switch as soon as the promoted replica answers ROLE as master. */
@@ -393,6 +421,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       if (this.fence) clearTimeout(this.fence.timer);
       this.fence = undefined;
       this.wake.abort();
+      this.closeSignal.abort();
       this.gate.fail();
       await Promise.all([...this.watchers.values()].map((w) => w.stop()));
       await Promise.all([this.node.close(this.o.closeTimeout), ...this.replicaPools.map((p) => p.close(this.o.closeTimeout))]);

@@ -35,12 +35,12 @@ const sentinelPayload = (name = NAME, s = { host: '127.0.0.1', port: 26380 }, m 
  */
 const CASES: Array<{ channel: string; payload: string; expected: SentinelSignal }> = [
   { channel: '+switch-master', payload: `${NAME} ${M.host} ${M.port} ${R.host} ${R.port}`, expected: { kind: 'switch', from: M, to: R } },
-  { channel: '+try-failover', payload: masterPayload(), expected: { kind: 'failover-start', event: '+try-failover' } },
-  { channel: '+elected-leader', payload: masterPayload(), expected: { kind: 'failover-start', event: '+elected-leader' } },
-  { channel: '+failover-state-select-slave', payload: masterPayload(), expected: { kind: 'failover-start', event: '+failover-state-select-slave' } },
-  { channel: '+selected-slave', payload: slavePayload(), expected: { kind: 'failover-start', event: '+selected-slave' } },
-  { channel: '+failover-state-send-slaveof-noone', payload: slavePayload(), expected: { kind: 'failover-start', event: '+failover-state-send-slaveof-noone' } },
-  { channel: '+failover-state-wait-promotion', payload: slavePayload(), expected: { kind: 'failover-start', event: '+failover-state-wait-promotion' } },
+  { channel: '+try-failover', payload: masterPayload(), expected: { kind: 'failover-start', event: '+try-failover', master: M } },
+  { channel: '+elected-leader', payload: masterPayload(), expected: { kind: 'failover-start', event: '+elected-leader', master: M } },
+  { channel: '+failover-state-select-slave', payload: masterPayload(), expected: { kind: 'failover-start', event: '+failover-state-select-slave', master: M } },
+  { channel: '+selected-slave', payload: slavePayload(), expected: { kind: 'failover-start', event: '+selected-slave', master: M, candidate: R } },
+  { channel: '+failover-state-send-slaveof-noone', payload: slavePayload(), expected: { kind: 'failover-start', event: '+failover-state-send-slaveof-noone', master: M, candidate: R } },
+  { channel: '+failover-state-wait-promotion', payload: slavePayload(), expected: { kind: 'failover-start', event: '+failover-state-wait-promotion', master: M, candidate: R } },
   { channel: '+promoted-slave', payload: slavePayload(), expected: { kind: 'promoted', address: R } },
   { channel: '+failover-state-reconf-slaves', payload: masterPayload(), expected: { kind: 'refresh', event: '+failover-state-reconf-slaves' } },
   { channel: '+failover-end', payload: masterPayload(), expected: { kind: 'failover-end', aborted: false, event: '+failover-end' } },
@@ -56,7 +56,7 @@ const CASES: Array<{ channel: string; payload: string; expected: SentinelSignal 
   { channel: '+reset-master', payload: masterPayload(), expected: { kind: 'refresh', event: '+reset-master' } },
   { channel: '+slave', payload: slavePayload(), expected: { kind: 'replicas', event: '+slave' } },
   { channel: '+sentinel', payload: sentinelPayload(), expected: { kind: 'sentinel', address: { host: '127.0.0.1', port: 26380 } } },
-  { channel: '+role-change', payload: `${slavePayload()} new reported role is master`, expected: { kind: 'replicas', event: '+role-change' } },
+  { channel: '+role-change', payload: `${slavePayload()} new reported role is master`, expected: { kind: 'refresh', event: '+role-change' } },
 ];
 
 describe('classifySentinelMessage', () => {
