@@ -38,3 +38,29 @@ const PUBSUB = /^(p|s)?(un)?subscribe$|^monitor$/i;
 export function isSubscribeCommand(args: readonly Arg[]): boolean {
   return PUBSUB.test(String(args[0]));
 }
+
+/** How a command must be sent: over the shared lane, on an exclusive connection, or not through `call()` at all. */
+export type CommandKind = 'plain' | 'blocking' | 'subscribe';
+
+const KINDS = new Map<string, CommandKind>();
+
+/**
+ * The kind of a command name, cached: this runs on every `call()`, and upper-casing plus
+ * set lookups per call showed up in profiles. XREAD counts as 'blocking' (it blocks only
+ * with BLOCK; `blockingSeconds` decides per call).
+ */
+export function commandKind(name: Arg): CommandKind {
+  if (typeof name !== 'string') return kindOf(String(name));
+  let k = KINDS.get(name);
+  if (k === undefined) {
+    k = kindOf(name);
+    if (KINDS.size < 4096) KINDS.set(name, k);
+  }
+  return k;
+}
+
+function kindOf(name: string): CommandKind {
+  if (PUBSUB.test(name)) return 'subscribe';
+  const upper = name.toUpperCase();
+  return ALWAYS_BLOCKING.has(upper) || upper === 'XREAD' || upper === 'XREADGROUP' ? 'blocking' : 'plain';
+}

@@ -12,7 +12,7 @@ export interface CallOptions {
   idempotent?: boolean;
 }
 
-/** Call options after validation, with an absolute deadline. */
+/** Call options after validation, with an absolute deadline. Also the options a connection's `send` reads. */
 export interface ResolvedCall {
   signal: AbortSignal | undefined;
   /** Epoch ms, or 0 for none. */

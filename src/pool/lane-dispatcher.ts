@@ -39,8 +39,16 @@ export class LaneDispatcher implements Dispatcher {
     private readonly isClosed: () => boolean,
   ) {}
 
-  async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
+  dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
+    // Hot path: a ready lane, no async frame; failures go to the retry loop.
+    const conn = this.node.laneSync();
+    if (conn === undefined) return this.dispatchSlow(args, call, false, undefined);
+    return conn.send(args, call).then(undefined, (err: unknown) => this.dispatchSlow(args, call, true, err));
+  }
+
+  private async dispatchSlow(args: Arg[], call: ResolvedCall, failed: boolean, firstError: unknown): Promise<Reply> {
     const started = Date.now();
+    if (failed) this.retryOrThrow(firstError, args, call, started);
     for (;;) {
       try {
         const conn = this.node.laneSync() ?? (await this.laneFor(call, args));

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'eventemitter3';
-import type { Connection } from '../connection/connection.js';
-import { blockingSeconds, isSubscribeCommand } from '../commands/blocking.js';
+import type { Connection, SendOptions } from '../connection/connection.js';
+import { blockingSeconds, commandKind, isSubscribeCommand } from '../commands/blocking.js';
 import { HELPERS, installHelpers, type BatchCommands, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
 import { PoolClosedError, RedisError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
@@ -85,10 +85,11 @@ abstract class Runner {
       return Promise.reject(e);
     }
     const args = spec.args;
-    if (isSubscribeCommand(args)) {
+    const kind = commandKind(args[0]!);
+    if (kind === 'subscribe') {
       return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
     }
-    const block = spec.blockSeconds ?? blockingSeconds(args);
+    const block = spec.blockSeconds ?? (kind === 'blocking' ? blockingSeconds(args) : undefined);
     const call = resolveCall(this.dispatcher, this.callOptions, block);
     if (block !== undefined) {
       return this.dispatcher.lease(undefined, args).then(async (h) => {
@@ -130,14 +131,9 @@ abstract class Runner {
 interface Runner extends Commands {}
 installHelpers(Runner.prototype, 'runSpec');
 
-/** Send options of one call. */
-export function sendOptions(call: ResolvedCall) {
-  return {
-    timeout: call.deadline === 0 ? 0 : Math.max(1, call.deadline - Date.now()),
-    signal: call.signal,
-    returnBuffers: call.returnBuffers,
-    blocking: call.blocking,
-  };
+/** Send options of one call: a resolved call already has the shape a connection reads (absolute deadline included). */
+export function sendOptions(call: ResolvedCall): SendOptions {
+  return call;
 }
 
 /** `pool.with(options)`: the same commands, with per-call options applied. */

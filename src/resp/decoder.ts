@@ -120,8 +120,8 @@ export class RespDecoder {
       const next = cr + 2;
       let value: DecodedValue | typeof OPENED | typeof NOTHING;
       switch (type) {
-        case 43: // '+' simple string
-          value = buf.toString('utf8', pos + 1, cr);
+        case 43: // '+' simple string; '+OK' is by far the most common reply
+          value = cr === pos + 3 && buf[pos + 1] === 79 && buf[pos + 2] === 75 ? 'OK' : buf.toString('utf8', pos + 1, cr);
           break;
         case 45: // '-' error
           value = new RedisError(buf.toString('utf8', pos + 1, cr));
