@@ -1,5 +1,5 @@
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import { checkKnown, checkNumber, checkObject, checkOneOf, checkString } from '../options.js';
+import { checkNumber, checkObject, checkOneOf, checkString } from '../options.js';
 
 /** How one connection reaches and greets a node. Every timeout is in milliseconds. */
 export interface ConnectionOptions {

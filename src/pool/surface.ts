@@ -191,7 +191,7 @@ export class Batch {
   /** @internal */
   queueSpec(spec: CommandSpec): this {
     if (this.done) throw new TypeError('This batch was already executed; create a new one.');
-    if (isSubscribeCommand(spec.args)) throw new TypeError(`${String(spec.args[0])} cannot run in a pipeline or transaction.`);
+    if (isSubscribeCommand(spec.args)) throw new TypeError(`${String(spec.args[0])} cannot run in a ${this.transaction ? 'transaction' : 'pipeline'}; use pool.use(lease => lease.subscribe(...)).`);
     this.cmds.push(spec.args);
     this.specs.push(spec);
     return this;

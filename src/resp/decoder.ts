@@ -32,8 +32,6 @@ interface Frame {
   items: Array<DecodedValue>;
 }
 
-/** Returned by the element parser when the buffer ends inside an element. */
-const INCOMPLETE = Symbol('incomplete');
 /** Returned by the element parser when it opened an aggregate frame. */
 const OPENED = Symbol('opened');
 /** Returned when an attribute frame completed: no value to add to the parent. */

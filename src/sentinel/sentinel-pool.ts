@@ -1,17 +1,14 @@
-import { ConnectionError, PoolClosedError, RedisError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { ConnectionError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
-import { remaining, type ResolvedCall } from '../pool/call-options.js';
-import { LaneDispatcher, mayRetry, withinDeadline } from '../pool/lane-dispatcher.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
-import { BasePool, resolveCall, runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseHandle, type PoolEvents } from '../pool/surface.js';
-import { formatAddress, type Address, type Arg, type NodeAddress, type Reply } from '../types.js';
-import type { Connection } from '../connection/connection.js';
+import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
+import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
+import { MasterDispatcher, ReplicaDispatcher } from './dispatchers.js';
 import { Gate } from './gate.js';
 import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
 import { SentinelWatcher } from './watcher.js';
-import { isReadOnlyCommand } from '../commands/readonly.js';
 
 /** How a master switch was noticed. */
 export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect';
@@ -428,141 +425,5 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       await this.refreshing?.catch(() => {});
     })();
     return this.closing;
-  }
-}
-
-/**
- * Master-mode dispatch: waits at the gate while a switch is under way, sends over the lane,
- * and turns READONLY and lost connections into re-discovery plus a safe retry.
- */
-class MasterDispatcher extends LaneDispatcher {
-  private readonly gate: Gate;
-  constructor(private readonly pool: SentinelPool) {
-    const i = pool.internals;
-    super(i.node, i.o.data.commandTimeout, i.o.data.connectTimeout, i.isClosed);
-    this.gate = i.gate;
-  }
-
-  override async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
-    const started = Date.now();
-    let readonlyRetried = false;
-    for (;;) {
-      if (!this.gate.isOpen) await this.gate.wait(call, String(args[0]));
-      let conn: Connection | undefined;
-      try {
-        conn = this.node.laneSync() ?? (await this.laneFor(call, args));
-        if (!this.gate.isOpen) continue; // a switch began while we connected
-        return await conn.send(args, sendOptions(call));
-      } catch (err) {
-        if (err instanceof RedisError && err.code === 'READONLY') {
-          // The node was demoted: find the master; READONLY means it did not execute, so retry once.
-          this.pool.requestRefresh('readonly', true);
-          if (readonlyRetried) throw err;
-          readonlyRetried = true;
-          continue;
-        }
-        if (conn) this.onFailure(err, conn);
-        this.retryOrThrow(err, args, call, started);
-      }
-    }
-  }
-
-  private onFailure(err: unknown, conn: Connection): void {
-    if (err instanceof ConnectionError && conn.generation === this.node.generation) this.pool.requestRefresh('reconnect', true);
-  }
-
-  protected override laneFor(call: ResolvedCall, args: readonly Arg[]): Promise<Connection> {
-    return withinDeadline(this.node.lane(), call, () => `${String(args[0])} could not reach the master ${formatAddress(this.node.target)} within its deadline.`).catch((err) => {
-      if (err instanceof ConnectionError) this.pool.requestRefresh('reconnect', true);
-      throw err;
-    });
-  }
-
-  override async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
-    const started = Date.now();
-    for (;;) {
-      if (!this.gate.isOpen) await this.gate.wait(call, transaction ? 'MULTI' : 'pipeline');
-      if (transaction) {
-        const h = await this.lease();
-        try {
-          return await runBatchOn(h.conn, cmds, call, true);
-        } catch (err) {
-          if (err instanceof RedisError && err.code === 'READONLY') this.pool.requestRefresh('readonly', true);
-          throw err;
-        } finally {
-          h.release();
-        }
-      }
-      let conn: Connection;
-      try {
-        conn = this.node.laneSync() ?? (await this.laneFor(call, cmds[0]!));
-      } catch (err) {
-        this.retryOrThrow(err, ['PIPELINE'], call, started);
-        continue;
-      }
-      if (!this.gate.isOpen) continue;
-      const results = (await runBatchOn(conn, cmds, call, false))!;
-      const unsent = results.every((r) => r instanceof ConnectionError && !(r instanceof UncertainWriteError));
-      if (unsent) {
-        this.onFailure(results[0], conn);
-        this.retryOrThrow(results[0], ['PIPELINE'], call, started);
-        continue;
-      }
-      if (results.some((r) => r instanceof RedisError && r.code === 'READONLY')) this.pool.requestRefresh('readonly', true);
-      return results;
-    }
-  }
-
-  override async lease(): Promise<LeaseHandle> {
-    // A lease waits for a switch like any command, within acquireTimeoutMillis.
-    if (!this.gate.isOpen) await this.gate.wait(resolveCall(this, { timeout: this.pool.internals.o.pool.acquireTimeoutMillis }, undefined), 'use()');
-    return super.lease();
-  }
-}
-
-/** Replica-mode dispatch: reads go round robin over healthy replicas, retried on another one when a replica fails. */
-class ReplicaDispatcher implements Dispatcher {
-  readonly commandTimeout: number;
-  constructor(private readonly pool: SentinelPool) {
-    this.commandTimeout = pool.internals.o.data.commandTimeout;
-  }
-
-  async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
-    let last: unknown;
-    const tries = Math.max(1, this.pool.stats().replicas.length);
-    for (let i = 0; i <= tries; i++) {
-      const node = this.pool.pickReplica();
-      try {
-        const conn = node.laneSync() ?? (await withinDeadline(node.lane(), call, () => `${String(args[0])} could not reach replica ${formatAddress(node.target)} within its deadline.`));
-        return await conn.send(args, sendOptions(call));
-      } catch (err) {
-        last = err;
-        if (this.pool.internals.isClosed()) throw new PoolClosedError(undefined, { cause: err });
-        if (err instanceof TimeoutError || !(err instanceof ConnectionError)) throw err;
-        if (!mayRetry(err, args, call) && !isReadOnlyCommand(String(args[0]))) throw err;
-        if (remaining(call) <= 0) throw err;
-      }
-    }
-    throw last;
-  }
-
-  async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
-    const node = this.pool.pickReplica();
-    if (transaction) {
-      const conn = await node.acquire();
-      try {
-        return await runBatchOn(conn, cmds, call, true);
-      } finally {
-        node.release(conn);
-      }
-    }
-    const conn = node.laneSync() ?? (await node.lane());
-    return runBatchOn(conn, cmds, call, false);
-  }
-
-  async lease(): Promise<LeaseHandle> {
-    const node = this.pool.pickReplica();
-    const conn = await node.acquire();
-    return { conn, release: () => node.release(conn) };
   }
 }
