@@ -96,12 +96,12 @@ export class AllSentinelsDownError extends AggregateError {
   /** The sentinels tried, in order. */
   readonly tried: NodeAddress[];
   constructor(errors: unknown[], tried: NodeAddress[], masterName: string) {
-    super(
-      errors,
-      `Could not reach any sentinel for master "${masterName}" (tried ${tried.map(formatAddress).join(', ')}); ` +
-        'check that the sentinels are running and reachable.',
-      { cause: errors[errors.length - 1] },
-    );
+    const allAuth = errors.length > 0 && errors.every((e) => e instanceof AuthenticationError);
+    const last = errors[errors.length - 1];
+    const hint = allAuth
+      ? 'authentication failed on every sentinel: check sentinelUsername / sentinelPassword (the sentinels\' own credentials).'
+      : `check that the sentinels are running and reachable (last error: ${last instanceof Error ? last.message : String(last)}).`;
+    super(errors, `Could not use any sentinel for master "${masterName}" (tried ${tried.map(formatAddress).join(', ')}); ${hint}`, { cause: last });
     this.tried = tried;
   }
 }

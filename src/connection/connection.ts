@@ -105,7 +105,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       maxReplyBytes: opts.maxReplyBytes,
       onReply: (v, attrs) => this.onReply(v, attrs),
       onPush: (v) => this.onPush(v),
-      onProtocolError: (e) => this.destroy(new ProtocolError(`${e.message} (from ${this.label}); the connection was dropped.`, { cause: e })),
+      onProtocolError: (e) => this.destroy(new ProtocolError(`${clause(e.message)} (from ${this.label}); the connection was dropped`, { cause: e })),
       wantBuffers: () => this.inflight.peek()?.buffers ?? false,
     });
     socket.on('data', (chunk: Buffer) => {
@@ -113,14 +113,14 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       this.decoder.feed(chunk);
     });
     socket.on('error', (err) => this.destroy(new ConnectionError(`Connection to ${this.label} failed: ${err.message}`, { cause: err, address })));
-    socket.on('close', () => this.destroy(new ConnectionError(`Connection to ${this.label} was closed by the server or the network.`, { address })));
+    socket.on('close', () => this.destroy(new ConnectionError(`Connection to ${this.label} was closed by the server or the network`, { address })));
   }
 
   /**
    * Opens a connection and runs the handshake (HELLO or AUTH/SELECT/CLIENT SETNAME, then
-   * `extraHandshake`, e.g. READONLY), all within `connectTimeout`.
+   * `extraHandshake`, e.g. READONLY, then with `verify` a PING), all within `connectTimeout`.
    */
-  static async connect(address: NodeAddress, opts: ResolvedConnectionOptions, extraHandshake: Arg[][] = []): Promise<Connection> {
+  static async connect(address: NodeAddress, opts: ResolvedConnectionOptions, extraHandshake: Arg[][] = [], verify = false): Promise<Connection> {
     const label = formatAddress(address);
     const socket = opts.tls
       ? tls.connect({ ...opts.tls, host: address.host, port: address.port, servername: opts.tls.servername ?? (net.isIP(address.host) ? undefined : address.host) })
@@ -145,7 +145,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
           socket.once(opts.tls ? 'secureConnect' : 'connect', () => resolve());
           conn.once('close', (e) => reject(e));
         });
-        await conn.handshake(extraHandshake);
+        await conn.handshake(extraHandshake, verify);
       })();
       await (deadline ? Promise.race([work, deadline]) : work);
       conn.isReady = true;
@@ -158,7 +158,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     }
   }
 
-  private async handshake(extra: Arg[][]): Promise<void> {
+  private async handshake(extra: Arg[][], verify: boolean): Promise<void> {
     const o = this.opts;
     const steps: Array<{ args: Arg[]; what: string }> = [];
     if (o.protocol === 3) {
@@ -172,18 +172,29 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     }
     if (o.db) steps.push({ args: ['SELECT', o.db], what: `SELECT ${o.db}` });
     for (const args of extra) steps.push({ args, what: String(args[0]) });
+    // PING proves a Redis answers (not some other service, nor one that wants a password we lack).
+    if (verify) steps.push({ args: ['PING'], what: 'PING' });
     if (steps.length === 0) return;
     // One write for the whole handshake; the first failure is the one reported.
     const results = await Promise.all(steps.map((s) => this.send(s.args, { timeout: 0 }).then((v) => v, (e: Error) => e)));
     for (let i = 0; i < steps.length; i++) {
       const r = results[i];
       if (!(r instanceof Error)) continue;
-      if (!(r instanceof RedisError)) throw r;
+      // Bytes that are not RESP surface as the protocol error itself, the clearest diagnosis.
+      if (!(r instanceof RedisError)) throw this.closedError instanceof ProtocolError ? this.closedError : r;
       const step = steps[i]!;
       const user = o.username ?? 'default';
+      // Any other error reply to PING still proves a RESP server answered.
+      if (step.what === 'PING' && r.code !== 'NOAUTH') continue;
+      if (r.code === 'NOAUTH' && o.password === undefined) {
+        throw new AuthenticationError(
+          `${this.label} requires authentication (${clause(r.message)}) and no password was given; set the password option (and username for an ACL user).`,
+          { cause: r, address: this.address },
+        );
+      }
       if (r.code === 'WRONGPASS' || r.code === 'NOAUTH' || /AUTH|password/i.test(r.message) && (step.what === 'AUTH' || step.what === 'HELLO 3')) {
         throw new AuthenticationError(
-          `Authentication failed for user "${user}" at ${this.label}: ${r.message} Check username and password.`,
+          `Authentication failed for user "${user}" at ${this.label}: ${clause(r.message)}. Check username and password.`,
           { cause: r, address: this.address },
         );
       }
@@ -207,6 +218,11 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   /** Commands written and waiting for a reply, plus commands not yet written. */
   get pending(): number {
     return this.inflight.length + this.toWrite.length;
+  }
+
+  /** True while a blocking command (BLPOP, XREAD BLOCK …) waits on the server. */
+  get isBlocked(): boolean {
+    return this.blockingInflight > 0;
   }
 
   /** Why it closed, if it did. */
@@ -429,7 +445,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     this.timer = undefined;
     this.socket.destroy();
     const label = this.label;
-    const why = error ? `: ${error.message}` : '';
+    const why = error ? `: ${clause(error.message)}` : '';
     for (const cmd of this.inflight.drain()) {
       if (cmd.state === SETTLED) continue;
       this.settle(cmd);
@@ -462,4 +478,9 @@ function rethrowLater(e: unknown): void {
   process.nextTick(() => {
     throw e;
   });
+}
+
+/** A message as a clause inside a longer sentence: without its final period. */
+function clause(message: string): string {
+  return message.endsWith('.') ? message.slice(0, -1) : message;
 }

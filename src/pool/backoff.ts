@@ -16,12 +16,16 @@ export function backoffDelay(attempt: number, o: BackoffOptions, random: () => n
   return Math.round(cap / 4 + random() * (cap * 3) / 4);
 }
 
-/** Sleeps `ms`, or less when `signal` fires. The timer is unref'd so it never holds the process open. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Sleeps `ms`, or less when `signal` fires. A caller awaits this, so the timer keeps the
+ * process alive by default (an unref'd one could let Node exit with the caller's promise
+ * pending); background loops pass `{ unref: true }`.
+ */
+export function sleep(ms: number, signal?: AbortSignal, options?: { unref?: boolean }): Promise<void> {
   return new Promise((resolve) => {
     if (ms <= 0 || signal?.aborted) return resolve();
     const t = setTimeout(done, ms);
-    t.unref?.();
+    if (options?.unref) t.unref();
     function done() {
       signal?.removeEventListener('abort', done);
       clearTimeout(t);

@@ -1,6 +1,6 @@
 import { isReadOnlyCommand } from '../commands/readonly.js';
 import { ConnectionError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
-import { formatAddress, type Arg, type Reply } from '../types.js';
+import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { Connection } from '../connection/connection.js';
 import { remaining, type ResolvedCall } from './call-options.js';
 import type { NodePool } from './node-pool.js';
@@ -16,12 +16,15 @@ export function mayRetry(err: unknown, args: readonly Arg[], call: ResolvedCall)
   return false;
 }
 
-/** Waits for `p` until the call's deadline. */
-export function withinDeadline<T>(p: Promise<T>, call: ResolvedCall, what: () => string): Promise<T> {
+/**
+ * Waits for `p` until the call's deadline. `context` supplies the cause (e.g. the last failed
+ * connection attempt) and the node for the TimeoutError.
+ */
+export function withinDeadline<T>(p: Promise<T>, call: ResolvedCall, what: () => string, context?: () => { cause?: unknown; address?: NodeAddress }): Promise<T> {
   const left = remaining(call);
   if (left === Infinity) return p;
   return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(new TimeoutError(what(), { sent: false })), Math.max(0, left));
+    const t = setTimeout(() => reject(new TimeoutError(what(), { sent: false, ...context?.() })), Math.max(0, left));
     p.then((v) => { clearTimeout(t); resolve(v); }, (e) => { clearTimeout(t); reject(e); });
   });
 }
@@ -66,12 +69,17 @@ export class LaneDispatcher implements Dispatcher {
     if (call.signal?.aborted) throw call.signal.reason;
     const left = call.deadline === 0 ? this.retryWindow - (Date.now() - started) : remaining(call);
     if (left <= 0) {
-      throw new TimeoutError(`${String(args[0])} to ${formatAddress(this.node.target)} could not be completed within its deadline; last error: ${(err as Error).message}`, { cause: err, sent: err instanceof UncertainWriteError });
+      throw new TimeoutError(`${String(args[0])} to ${formatAddress(this.node.target)} could not be completed within its deadline; last error: ${(err as Error).message}`, { cause: err, sent: err instanceof UncertainWriteError, address: { ...this.node.target } });
     }
   }
 
   protected laneFor(call: ResolvedCall, args: readonly Arg[]): Promise<Connection> {
-    return withinDeadline(this.node.lane(), call, () => `${String(args[0])} could not reach ${formatAddress(this.node.target)} within its deadline.`);
+    return withinDeadline(
+      this.node.lane(),
+      call,
+      () => `${String(args[0])} could not reach ${formatAddress(this.node.target)} within its deadline` + (this.node.lastError ? ` (last attempt: ${this.node.lastError.message})` : '') + '; it was not sent.',
+      () => ({ cause: this.node.lastError, address: { ...this.node.target } }),
+    );
   }
 
   async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {

@@ -107,6 +107,11 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     return this.gen;
   }
 
+  /** The error of the last connection attempt while attempts keep failing; undefined once one succeeds. */
+  get lastError(): Error | undefined {
+    return this.failures > 0 ? this.lastCreateError : undefined;
+  }
+
   get isClosed(): boolean {
     return this.closed;
   }
@@ -124,7 +129,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       const target = this.current;
       let conn: Connection;
       try {
-        conn = await Connection.connect(target, this.connOpts, this.hooks.handshake);
+        conn = await Connection.connect(target, this.connOpts, this.hooks.handshake, true);
       } catch (err) {
         if (gen === this.gen) this.failures++;
         this.lastCreateError = err as Error;
@@ -157,41 +162,55 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     return c !== undefined && c.ready && c.generation === this.gen ? c : undefined;
   }
 
-  /** A lane of the current generation, connecting it if needed. */
+  /**
+   * A lane of the current generation. Every lane slot that is not connected starts
+   * connecting (so `lanes: n` opens n connections under load); the call gets a ready lane
+   * at once if there is one, else the first connection to complete.
+   */
   lane(): Promise<Connection> {
     if (this.closed) return Promise.reject(new PoolClosedError());
     const n = this.lanes.length;
-    // Prefer a ready lane; else join or start a connect on the first slot that needs one.
+    let ready: Connection | undefined;
+    let pending: Promise<Connection> | undefined;
     for (let i = 0; i < n; i++) {
       const slot = this.lanes[(this.rr + i) % n]!;
       const c = slot.conn;
       if (c !== undefined && c.ready && c.generation === this.gen) {
-        this.rr = (this.rr + i + 1) % n;
-        return Promise.resolve(c);
+        ready ??= c;
+        continue;
       }
+      const p = slot.connecting ?? this.connectLane(slot);
+      pending ??= p;
     }
-    const slot = this.lanes[this.rr++ % n]!;
-    if (slot.connecting === undefined) {
-      const p = this.create().then(
-        (conn) => {
-          if (slot.connecting === p) slot.connecting = undefined;
-          if (conn.generation !== this.gen || this.closed) {
-            conn.destroy();
-            throw new ConnectionError(`The target changed while connecting to ${formatAddress(conn.address)}; the command was not sent.`, { address: conn.address });
-          }
-          const old = slot.conn;
-          slot.conn = conn;
-          if (old && old !== conn) this.retire(old);
-          return conn;
-        },
-        (err: Error) => {
-          if (slot.connecting === p) slot.connecting = undefined;
-          throw err;
-        },
-      );
-      slot.connecting = p;
+    if (ready !== undefined) {
+      this.rr++;
+      return Promise.resolve(ready);
     }
-    return slot.connecting!;
+    return pending!;
+  }
+
+  private connectLane(slot: LaneSlot): Promise<Connection> {
+    const p = this.create().then(
+      (conn) => {
+        if (slot.connecting === p) slot.connecting = undefined;
+        if (conn.generation !== this.gen || this.closed) {
+          conn.destroy();
+          throw new ConnectionError(`The target changed while connecting to ${formatAddress(conn.address)}; the command was not sent.`, { address: conn.address });
+        }
+        const old = slot.conn;
+        slot.conn = conn;
+        if (old && old !== conn) this.retire(old);
+        return conn;
+      },
+      (err: Error) => {
+        if (slot.connecting === p) slot.connecting = undefined;
+        throw err;
+      },
+    );
+    slot.connecting = p;
+    // A lane opened ahead of need may fail with nobody awaiting it: that is not an unhandled rejection.
+    p.catch(() => {});
+    return p;
   }
 
   /** Borrows an exclusive connection (for `use()` and MULTI). Pair with {@link release}. */
@@ -299,6 +318,9 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     if (this.closed) return;
     this.closed = true;
     this.closing.abort();
+    // A blocking command may wait for minutes: it is cut off now rather than after closeTimeout.
+    const why = new PoolClosedError();
+    for (const conn of this.borrowed) if (conn.isBlocked) conn.destroy(why);
     const waitLanes = Promise.all(this.lanes.map((s) => (s.conn ? s.conn.close(timeoutMs) : undefined)));
     const drain = this.pool.drain().catch(() => {});
     let timer: NodeJS.Timeout | undefined;
@@ -307,7 +329,6 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       new Promise<void>((r) => { timer = setTimeout(r, timeoutMs); }),
     ]);
     clearTimeout(timer);
-    const why = new PoolClosedError();
     for (const conn of [...this.all]) conn.destroy(why);
     for (const s of this.lanes) s.conn = undefined;
     await this.pool.clear().catch(() => {});

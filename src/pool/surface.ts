@@ -92,7 +92,7 @@ abstract class Runner {
     const block = spec.blockSeconds ?? (kind === 'blocking' ? blockingSeconds(args) : undefined);
     const call = resolveCall(this.dispatcher, this.callOptions, block);
     if (block !== undefined) {
-      return this.dispatcher.lease(undefined, args).then(async (h) => {
+      return abortable(this.dispatcher.lease(undefined, args), call.signal, (h) => h.release()).then(async (h) => {
         try {
           return applyTransform(spec, await h.conn.send(args, sendOptions(call)));
         } finally {
@@ -105,13 +105,13 @@ abstract class Runner {
   }
 
   /** Queues commands and sends them in one write; `exec()` gives each command's value or error, in order. */
-  pipeline(): Batch {
-    return new Batch((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, false), this.dispatcher, this.callOptions, false, () => this.ensureOpen());
+  pipeline(): Batch<BatchResult> {
+    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen());
   }
 
   /** MULTI/EXEC on one exclusive connection; `exec()` resolves to the results, or null if a WATCH aborted it. */
-  multi(): Batch {
-    return new Batch((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen());
+  multi(): Batch<BatchResult | null> {
+    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen());
   }
 
   /**
@@ -130,6 +130,37 @@ abstract class Runner {
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 interface Runner extends Commands {}
 installHelpers(Runner.prototype, 'runSpec');
+
+/**
+ * `p`, or the signal's reason as soon as it aborts; a value that arrives after the abort is
+ * handed to `discard` (e.g. a lease goes back to the pool).
+ */
+function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, discard: (v: T) => void): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) {
+    p.then(discard, () => {});
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    let gaveUp = false;
+    const onAbort = () => {
+      gaveUp = true;
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        if (gaveUp) discard(v);
+        else resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        if (!gaveUp) reject(e);
+      },
+    );
+  });
+}
 
 /** Send options of one call: a resolved call already has the shape a connection reads (absolute deadline included). */
 export function sendOptions(call: ResolvedCall): SendOptions {
@@ -164,14 +195,14 @@ export class CommandView extends Runner {
  * A queue of commands sent together. Helpers and `call()` chain; `exec()` sends them.
  * In a pipeline one failing command does not fail the others: its entry is its error.
  */
-export class Batch {
+export class Batch<R extends BatchResult | null = BatchResult | null> {
   private readonly cmds: Arg[][] = [];
   private readonly specs: CommandSpec[] = [];
   private done = false;
 
   /** @internal */
   constructor(
-    private readonly run: (cmds: Arg[][], call: ResolvedCall) => Promise<BatchResult | null>,
+    private readonly run: (cmds: Arg[][], call: ResolvedCall) => Promise<R>,
     private readonly dispatcher: Dispatcher,
     private readonly callOptions: CallOptions | undefined,
     private readonly transaction: boolean,
@@ -202,32 +233,58 @@ export class Batch {
    * its (transformed) value, or the error it got. A transaction resolves to null when a
    * WATCHed key changed.
    */
-  async exec(): Promise<BatchResult | null> {
+  async exec(): Promise<R> {
     this.open();
     if (this.done) throw new TypeError('This batch was already executed; create a new one.');
     this.done = true;
-    if (this.cmds.length === 0) return [];
+    if (this.cmds.length === 0) return [] as BatchResult as R;
     const call = resolveCall(this.dispatcher, this.callOptions, undefined);
     const results = await this.run(this.cmds, call);
-    if (results === null) return null;
-    return results.map((r, i) => (r instanceof Error ? r : applyTransform(this.specs[i]!, r) as Reply));
+    if (results === null) return results;
+    return results.map((r, i) => (r instanceof Error ? r : applyTransform(this.specs[i]!, r) as Reply)) as R;
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface Batch extends BatchCommands<Batch> {}
+export interface Batch<R extends BatchResult | null = BatchResult | null> extends BatchCommands<Batch<R>> {}
 installHelpers(Batch.prototype, 'queueSpec');
+
+/** What a lease did to its connection that the next borrower must not inherit. */
+interface LeaseState {
+  released: boolean;
+  /** WATCH was sent: UNWATCH goes out before the connection is reused. */
+  watched: boolean;
+  /** MULTI without EXEC/DISCARD, SELECT, CLIENT …, HELLO, AUTH, RESET: the connection is closed instead of reused. */
+  dirty: boolean;
+  inMulti: boolean;
+}
+
+/** Notes the connection state a command leaves behind (upper-cased name). */
+function track(state: LeaseState, args: readonly Arg[]): void {
+  const name = String(args[0]).toUpperCase();
+  switch (name) {
+    case 'WATCH': state.watched = true; break;
+    case 'UNWATCH': state.watched = false; break;
+    case 'MULTI': state.inMulti = true; break;
+    case 'EXEC': case 'DISCARD': state.inMulti = false; state.watched = false; break;
+    case 'SELECT': case 'CLIENT': case 'HELLO': case 'AUTH': case 'RESET': case 'READONLY': case 'READWRITE': case 'SWAPDB':
+      state.dirty = true;
+      break;
+  }
+}
 
 /**
  * An exclusive connection lent by `use()`: blocking commands, WATCH, SUBSCRIBE. It goes back
- * to the pool when `use()`'s function settles (or is destroyed if it broke or subscribed).
+ * to the pool when `use()`'s function settles. State it leaves behind never reaches the next
+ * borrower: a WATCH is undone with UNWATCH, and a connection left in MULTI, switched to another
+ * database, renamed or subscribed is closed instead of reused.
  */
 export class Lease {
-  private released = false;
   /** @internal */
   constructor(
     private readonly conn: Connection,
     private readonly dispatcher: Dispatcher,
     private readonly callOptions: CallOptions | undefined,
+    private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false },
   ) {}
 
   /** The node this connection talks to. */
@@ -236,7 +293,7 @@ export class Lease {
   }
 
   private check(): void {
-    if (this.released) throw new PoolClosedError('This lease was returned to the pool; use the connection only inside use().');
+    if (this.state.released) throw new PoolClosedError('This lease was returned to the pool; use the connection only inside use().');
   }
 
   /** Sends any command on this connection (no retry: the connection is pinned). */
@@ -251,6 +308,7 @@ export class Lease {
     } catch (e) {
       return Promise.reject(e);
     }
+    track(this.state, spec.args);
     const call = resolveCall(this.dispatcher, this.callOptions, spec.blockSeconds ?? blockingSeconds(spec.args));
     const p = this.conn.send(spec.args, sendOptions(call));
     return spec.transform ? p.then(spec.transform) : p;
@@ -259,38 +317,56 @@ export class Lease {
   /** This lease with per-call options. */
   with(options: CallOptions): Lease {
     checkCallOptions(options);
-    return new Lease(this.conn, this.dispatcher, { ...this.callOptions, ...options });
+    return new Lease(this.conn, this.dispatcher, { ...this.callOptions, ...options }, this.state);
   }
 
   /** A pipeline on this connection. */
-  pipeline(): Batch {
-    return new Batch((cmds, call) => runBatchOn(this.conn, cmds, call, false), this.dispatcher, this.callOptions, false, () => this.check());
+  pipeline(): Batch<BatchResult> {
+    return new Batch<BatchResult>((cmds, call) => this.runBatch(cmds, call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.check());
   }
 
-  /** MULTI/EXEC on this connection (after WATCH, if you sent one). */
-  multi(): Batch {
-    return new Batch((cmds, call) => runBatchOn(this.conn, cmds, call, true), this.dispatcher, this.callOptions, true, () => this.check());
+  /** MULTI/EXEC on this connection (after WATCH, if you sent one); null when a WATCHed key changed. */
+  multi(): Batch<BatchResult | null> {
+    return new Batch<BatchResult | null>((cmds, call) => this.runBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.check());
+  }
+
+  private runBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
+    for (const c of cmds) track(this.state, c);
+    if (transaction) {
+      // EXEC (or its failure) ends the transaction and every WATCH.
+      this.state.watched = false;
+    }
+    return runBatchOn(this.conn, cmds, call, transaction);
   }
 
   /**
    * Subscribes to channels (or patterns with `{ pattern: true }`) and calls `listener` for each
-   * message. The connection is closed rather than reused when the lease ends.
+   * message on those channels (or matching those patterns). Messages arrive until `use()`'s
+   * function returns: keep it pending (e.g. await a promise you resolve later) for as long as
+   * you want messages. The connection is closed rather than reused when the lease ends.
    */
   async subscribe(channels: string | string[], listener: (message: string, channel: string, pattern?: string) => void, options?: { pattern?: boolean }): Promise<void> {
     this.check();
     const list = Array.isArray(channels) ? channels : [channels];
     if (list.length === 0) throw new TypeError('subscribe needs at least one channel.');
+    if (typeof listener !== 'function') throw new TypeError('subscribe needs a listener function.');
+    const mine = new Set(list);
+    const pattern = options?.pattern === true;
+    this.state.dirty = true;
     this.conn.on('push', (v) => {
       const kind = String(v[0]);
-      if (kind === 'message') listener(String(v[2]), String(v[1]));
-      else if (kind === 'pmessage') listener(String(v[3]), String(v[2]), String(v[1]));
+      if (!pattern && kind === 'message' && mine.has(String(v[1]))) listener(String(v[2]), String(v[1]));
+      else if (pattern && kind === 'pmessage' && mine.has(String(v[1]))) listener(String(v[3]), String(v[2]), String(v[1]));
     });
-    await this.conn.send([options?.pattern ? 'PSUBSCRIBE' : 'SUBSCRIBE', ...list], { timeout: this.dispatcher.commandTimeout });
+    await this.conn.send([pattern ? 'PSUBSCRIBE' : 'SUBSCRIBE', ...list], { timeout: this.dispatcher.commandTimeout });
   }
 
-  /** @internal */
-  markReleased(): void {
-    this.released = true;
+  /** @internal Ends the lease: undoes a WATCH, or marks the connection unfit for reuse. */
+  end(): void {
+    const st = this.state;
+    st.released = true;
+    if (st.dirty || st.inMulti) this.conn.dirty = true;
+    else if (st.watched && this.conn.ready) void this.conn.send(['UNWATCH']).catch(() => {});
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
@@ -306,7 +382,7 @@ export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T
   try {
     return await fn(lease);
   } finally {
-    lease.markReleased();
+    lease.end();
     h.release();
   }
 }
@@ -364,12 +440,12 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
   }
 
   /** A pipeline: queued commands go out in one write; `exec()` gives each command's value or error. */
-  pipeline(): Batch {
+  pipeline(): Batch<BatchResult> {
     return Runner.prototype.pipeline.call(this as unknown as Runner);
   }
 
-  /** A MULTI/EXEC transaction on one exclusive connection. */
-  multi(): Batch {
+  /** A MULTI/EXEC transaction on one exclusive connection; `exec()` resolves to null when a WATCHed key changed. */
+  multi(): Batch<BatchResult | null> {
     return Runner.prototype.multi.call(this as unknown as Runner);
   }
 

@@ -49,7 +49,12 @@ export class MasterDispatcher extends LaneDispatcher {
   }
 
   protected override laneFor(call: ResolvedCall, args: readonly Arg[]): Promise<Connection> {
-    return withinDeadline(this.node.lane(), call, () => `${String(args[0])} could not reach the master ${formatAddress(this.node.target)} within its deadline.`).catch((err) => {
+    return withinDeadline(
+      this.node.lane(),
+      call,
+      () => `${String(args[0])} could not reach the master ${formatAddress(this.node.target)} within its deadline; it was not sent.`,
+      () => ({ cause: this.node.lastError, address: { ...this.node.target } }),
+    ).catch((err) => {
       if (err instanceof ConnectionError) this.pool.requestRefresh('reconnect', true);
       throw err;
     });

@@ -1,4 +1,4 @@
-import { ConnectionError } from '../errors.js';
+import { AuthenticationError, ConnectionError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
@@ -122,6 +122,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         master = answer.address;
         break;
       } catch (err) {
+        // Wrong credentials will not get better by waiting.
+        if (err instanceof AuthenticationError) throw err;
         // A stale answer (a replica) or a master that is restarting: ask again, within discoveryTimeout.
         if (Date.now() >= deadline) {
           throw new ConnectionError(`The sentinels name ${key(answer.address)} as master of "${o.masterName}", but it could not be confirmed within discoveryTimeout (${o.discoveryTimeout} ms): ${(err as Error).message}`, { cause: err, address: answer.address });
@@ -253,7 +255,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         } catch {
           // Not promoted yet (or not reachable): look again shortly.
         }
-        await sleep(every, this.closeSignal.signal);
+        await sleep(every, this.closeSignal.signal, { unref: true });
       }
     } finally {
       this.watching = undefined;
@@ -307,7 +309,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       // Nothing waits and no failover is announced: the next trigger or poll will look again.
       if (ok || (this.gate.isOpen && !this.fence)) return;
       this.wake = new AbortController();
-      await sleep(backoffDelay(attempt++, this.o.pool.reconnect), this.wake.signal);
+      await sleep(backoffDelay(attempt++, this.o.pool.reconnect), this.wake.signal, { unref: true });
       if (this.again !== undefined) reason = this.again;
     }
   }

@@ -101,7 +101,7 @@ export class SentinelWatcher {
       const delay = backoffDelay(this.attempts, this.backoff);
       this.hooks.onBackoff?.(this.address, delay, this.attempts);
       this.attempts++;
-      await sleep(delay, this.stopSignal.signal);
+      await sleep(delay, this.stopSignal.signal, { unref: true });
     }
   }
 
@@ -116,7 +116,7 @@ export class SentinelWatcher {
         this.attempts = 0;
       }
       this.hooks.onPolledMaster(this.address, parseMasterAddr(reply));
-      await sleep(this.pollEvery, this.stopSignal.signal);
+      await sleep(this.pollEvery, this.stopSignal.signal, { unref: true });
     }
   }
 
