@@ -72,5 +72,8 @@ export function resolvePoolOptions(o: PoolOptions | undefined): ResolvedPoolOpti
     reconnect: { ...POOL_DEFAULTS.reconnect, ...o.reconnect },
   };
   if (r.min > r.max) throw new TypeError(`Option pool.min (${r.min}) must not exceed pool.max (${r.max}).`);
+  if (r.reconnect.initialDelay > r.reconnect.maxDelay) {
+    throw new TypeError(`Option pool.reconnect.initialDelay (${r.reconnect.initialDelay}) must not exceed pool.reconnect.maxDelay (${r.reconnect.maxDelay}).`);
+  }
   return r;
 }

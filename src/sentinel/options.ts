@@ -113,6 +113,9 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   checkNumber('promotionCheckInterval', o.promotionCheckInterval);
   checkBoolean('sentinelTls', typeof o.sentinelTls === 'boolean' ? o.sentinelTls : undefined);
   const data = resolveConnectionOptions(o);
+  if ((o.resubscribe?.initialDelay ?? 100) > (o.resubscribe?.maxDelay ?? 5000)) {
+    throw new TypeError('Option resubscribe.initialDelay must not exceed resubscribe.maxDelay.');
+  }
   const sentinelTimeout = o.sentinelTimeout ?? 500;
   const common = resolveCommon(o);
   const sentinelTls = o.sentinelTls === true ? {} : o.sentinelTls === false ? undefined : o.sentinelTls;
