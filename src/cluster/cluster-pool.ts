@@ -62,8 +62,16 @@ export interface ClusterStats {
  * commands whose `request_policy` tip is `all_shards` / `all_nodes` (DBSIZE, KEYS, FLUSHALL,
  * SCRIPT LOAD, PING, INFO, …) are sent to every master (and replica for `all_nodes`) and
  * merged as their `response_policy` says (DBSIZE sums; INFO returns one reply per node).
- * MSETNX, RENAME, SUNIONSTORE, EVAL, … with keys in several slots are refused with
- * `CrossSlotError` before anything is sent.
+ * Any other command with keys in several slots (MSETNX, RENAME, SMOVE, LMOVE, SUNIONSTORE,
+ * EVAL, and blocking ones such as BLPOP, BLMOVE, XREAD) is refused with `CrossSlotError`
+ * before anything is sent.
+ *
+ * Failover: a command that fails on an unreachable node (or gets CLUSTERDOWN) is retried
+ * within its deadline (see `idempotent` for writes that may have run); while it waits, the
+ * slot map is refreshed every `refresh.minInterval`, and it is retried at once when the map
+ * names a new owner for its slot. A command that runs out of time rejects with a
+ * `TimeoutError` whose `cause` is the last attempt's error and `address` the node it was
+ * trying.
  */
 export class ClusterPool extends BasePool<ClusterEvents> {
   protected readonly dispatcher: ClusterDispatcher;
@@ -149,6 +157,23 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       if (n.id !== undefined) out.id = n.id;
       return out;
     });
+  }
+
+  /**
+   * A pipeline across the cluster: entries are grouped by node, each group goes out in one
+   * write, and `exec()` gives each entry's value or error in the order queued. Entries
+   * redirected (MOVED, ASK, TRYAGAIN) or not sent because a node failed are retried on their
+   * own; order of execution is guaranteed per node only.
+   *
+   * Keys spanning slots: an MGET, MSET, DEL, UNLINK, EXISTS or TOUCH entry is split per slot
+   * exactly like `pool.mget` / `pool.del` (unless `splitMultiKey` is false: then the server
+   * answers CROSSSLOT); its parts travel with the other entries for their node, and the entry
+   * gets the merged reply, or the first error of a part (other parts may have run, as with
+   * `pool.del`). Any other entry whose keys span slots gets a `CrossSlotError` and is not sent;
+   * the other entries run normally.
+   */
+  override pipeline(): ReturnType<BasePool<ClusterEvents>['pipeline']> {
+    return super.pipeline();
   }
 
   /** Asks for a slot map refresh now (rate limited by `refresh.minInterval`) and waits for it. */

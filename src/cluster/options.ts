@@ -19,9 +19,12 @@ export interface ClusterOptions extends ConnectionOptions, CommonOptions {
   maxRedirections?: number;
   /**
    * Slot map refreshes. `minInterval`: at most one refresh starts per interval, however many
-   * MOVED replies or connection errors ask for one (default 200). `interval`: periodic
-   * refresh, which catches a master that died without answering anything; 0 disables
-   * (default 30000).
+   * MOVED replies or connection errors ask for one (default 200). While any command is retrying
+   * after a node failure (connection error, CLUSTERDOWN, READONLY), the map is also refreshed
+   * every `minInterval` until none is, so a replica the cluster promotes is used within about
+   * one interval; a master that could not be reached is watched the same way, at a period that
+   * doubles, for at most `interval`. `interval`: periodic refresh, which catches a master that
+   * died without answering anything; 0 disables (default 30000).
    */
   refresh?: { minInterval?: number; interval?: number };
   /**
@@ -35,8 +38,10 @@ export interface ClusterOptions extends ConnectionOptions, CommonOptions {
   natMap?: NatMap;
   /**
    * Split MGET, MSET, DEL, UNLINK, EXISTS and TOUCH whose keys span slots into one command per
-   * slot, run in parallel, merged in key order. Default true. With false, such calls go to the
-   * first key's node and the server answers CROSSSLOT.
+   * slot, run in parallel, merged in key order (in pipelines too). Default true. With false,
+   * such calls go to the first key's node and the server answers CROSSSLOT. Any other command
+   * whose keys span slots (MSETNX, RENAME, SMOVE, LMOVE, SINTERSTORE, EVAL, BLPOP, …) is refused
+   * with `CrossSlotError` before it is sent, whatever this option says.
    */
   splitMultiKey?: boolean;
   /** First delay before a command that got TRYAGAIN is sent again (doubling on each further TRYAGAIN). Default 100. */

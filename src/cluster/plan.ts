@@ -30,7 +30,8 @@ export function isSplittable(command: string): boolean {
  * splitting would change their meaning: MSETNX is all-or-nothing (Redis tags it
  * `multi_shard` with `agg_min`, but split parts could set some keys and not others), and the
  * rest move data between their keys or combine them. A cross-slot call of one of these must be
- * refused with {@link CrossSlotError} before it is sent.
+ * refused with {@link CrossSlotError} before it is sent. (The cluster dispatcher refuses every
+ * cross-slot command it does not split, listed here or not: this list documents the known ones.)
  */
 const UNSPLITTABLE = new Set([
   'msetnx',

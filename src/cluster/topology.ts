@@ -23,6 +23,9 @@ export interface TopologyHooks {
   onPoolCreated(pool: NodePool): void;
 }
 
+/** Floor of the trouble polling period, for `refresh.minInterval: 0`. */
+const MIN_POLL_PERIOD = 50;
+
 /**
  * The current slot map and one {@link NodePool} per node, kept fresh by `CLUSTER SHARDS`
  * (falling back to `CLUSTER SLOTS` on servers before 7.0).
@@ -30,6 +33,17 @@ export interface TopologyHooks {
  * Refreshes coalesce: one runs at a time, a trigger during it runs one more afterwards, and
  * no refresh starts less than `refresh.minInterval` after the previous one started, so a
  * storm of MOVED replies during a resharding costs a bounded number of refreshes.
+ *
+ * Trouble polling: while some command is retrying after a node failure (see {@link failing}),
+ * a refresh is requested every `refresh.minInterval`, so a replica promoted by the cluster is
+ * seen within about one interval rather than at the next retry. A slot-serving master that
+ * could not be reached (see {@link nodeDown}) is also watched with no command failing, at a
+ * period that doubles from `refresh.minInterval` and for at most `refresh.interval` (30 s when
+ * the periodic refresh is off). Polling stops as soon as neither holds.
+ *
+ * Every change of the map (a refresh that moved slots, added or removed nodes or changed a
+ * node's role or health; a MOVED that patched a slot) aborts {@link changed} and replaces it,
+ * which wakes commands waiting to retry.
  */
 export class Topology {
   private current: SlotMap;
@@ -42,6 +56,15 @@ export class Topology {
   private waiters: Array<() => void> = [];
   private shardsUnsupported = false;
   private closed = false;
+  private changeCtl = new AbortController();
+  /** Commands retrying after a node-level failure. */
+  private failingCommands = 0;
+  /** Nodes a connection could not be made to, or that failed a command with a connection error, by key: since when. */
+  private readonly down = new Map<string, number>();
+  private poll: NodeJS.Timeout | undefined;
+  private pollPeriod = 0;
+  /** The last failed connection attempt per node key, until a connection succeeds. */
+  private readonly connectErrors = new Map<string, Error>();
   /** Refreshes run so far (initial load included). */
   refreshes = 0;
 
@@ -55,6 +78,99 @@ export class Topology {
   /** The current slot map snapshot. */
   get map(): SlotMap {
     return this.current;
+  }
+
+  /**
+   * Aborted when the slot map changes, and replaced by a fresh signal at the same moment:
+   * read it anew before each wait. Also aborted by `close()`.
+   */
+  get changed(): AbortSignal {
+    return this.changeCtl.signal;
+  }
+
+  /** Whether trouble polling is running (for tests and stats). */
+  get polling(): boolean {
+    return this.poll !== undefined;
+  }
+
+  private notifyChange(): void {
+    const ctl = this.changeCtl;
+    this.changeCtl = new AbortController();
+    ctl.abort();
+  }
+
+  /**
+   * A command is retrying after a node-level failure (connection error, CLUSTERDOWN, READONLY,
+   * MASTERDOWN): poll the slot map until every such command has called the returned function
+   * (idempotent) because it finished, one way or the other.
+   */
+  failing(): () => void {
+    this.failingCommands++;
+    this.startPolling();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.failingCommands--;
+    };
+  }
+
+  /** A connection to `address` failed or could not be made: watch the map while it serves slots. */
+  nodeDown(address: NodeAddress): void {
+    if (this.closed) return;
+    const key = formatAddress(address);
+    if (!this.down.has(key)) this.down.set(key, Date.now());
+    this.startPolling();
+  }
+
+  /** A connection to `address` succeeded. */
+  nodeUp(address: NodeAddress): void {
+    this.down.delete(formatAddress(address));
+  }
+
+  /** Drops watched nodes that serve no slot any more (or were watched long enough); true when some remain. */
+  private watchingDownNodes(): boolean {
+    if (this.down.size === 0) return false;
+    const window = this.o.refreshInterval > 0 ? this.o.refreshInterval : 30_000;
+    const serving = new Set(this.current.masters({ withSlots: true }).map((m) => m.key));
+    const now = Date.now();
+    for (const [key, since] of this.down) if (!serving.has(key) || now - since > window) this.down.delete(key);
+    return this.down.size > 0;
+  }
+
+  /**
+   * (Re)arms the poll timer: every `refresh.minInterval` while commands fail; doubling up to
+   * the watch window while only a down node is watched.
+   */
+  private startPolling(): void {
+    if (this.closed) return;
+    const base = Math.max(this.o.minRefreshInterval, MIN_POLL_PERIOD);
+    if (this.poll) {
+      // A command started failing while a slow "down node" poll was pending: speed up.
+      if (this.failingCommands === 0 || this.pollPeriod <= base) return;
+      clearTimeout(this.poll);
+      this.poll = undefined;
+    }
+    this.pollPeriod = this.failingCommands > 0 ? base : this.pollPeriod > 0 ? this.pollPeriod : base;
+    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod);
+    this.poll.unref();
+  }
+
+  private onPoll(): void {
+    this.poll = undefined;
+    if (this.closed) return;
+    const failing = this.failingCommands > 0;
+    const watching = this.watchingDownNodes();
+    if (!failing && !watching) {
+      this.pollPeriod = 0;
+      return;
+    }
+    this.requestRefresh();
+    const base = Math.max(this.o.minRefreshInterval, MIN_POLL_PERIOD);
+    const cap = Math.max(base, this.o.refreshInterval > 0 ? this.o.refreshInterval : 30_000);
+    this.pollPeriod = failing ? base : Math.min(cap, this.pollPeriod * 2);
+    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod);
+    this.poll.unref();
   }
 
   /** Loads the first map from the seeds; rejects with every seed's error as causes when none answers. */
@@ -92,9 +208,23 @@ export class Topology {
         this.requestRefresh();
       },
     });
+    // A failed connect marks the node down (watched while it serves slots); a connect clears it.
+    p.on('error', (error) => {
+      this.connectErrors.set(key, error);
+      this.nodeDown(address);
+    });
+    p.on('connect', () => {
+      this.connectErrors.delete(key);
+      this.nodeUp(address);
+    });
     this.pools.set(key, p);
     this.hooks.onPoolCreated(p);
     return p;
+  }
+
+  /** The error of the last failed connection attempt to a node, if none succeeded since. */
+  connectError(address: NodeAddress): Error | undefined {
+    return this.connectErrors.get(formatAddress(address));
   }
 
   /** Every pool, for stats and close. */
@@ -105,7 +235,11 @@ export class Topology {
   /** Applies a MOVED at once: the slot now lives on `to`. Returns the previous master of the slot. */
   moved(slot: number, to: NodeAddress): ClusterNode | undefined {
     const before = this.current.shardForSlot(slot)?.master;
-    this.current = this.current.withMovedSlot(slot, to);
+    const next = this.current.withMovedSlot(slot, to);
+    if (next !== this.current) {
+      this.current = next;
+      this.notifyChange();
+    }
     this.requestRefresh();
     return before;
   }
@@ -160,17 +294,20 @@ export class Topology {
   private async refreshOnce(): Promise<void> {
     // Known masters first (they are authoritative for their slots), then replicas, then the
     // seeds (a cluster that replaced every node is still found through a stable seed name).
+    // Nodes we could not reach lately go last: a black-holed node would cost a refreshTimeout.
     const nodes = this.current.nodes().filter((n) => n.health !== 'failed');
     const masters = nodes.filter((n) => n.role === 'master');
     const rotate = <T>(a: T[]) => (a.length ? [...a.slice(this.refreshes % a.length), ...a.slice(0, this.refreshes % a.length)] : a);
     const seen = new Set<string>();
     const candidates: NodeAddress[] = [];
+    const suspects: NodeAddress[] = [];
     for (const n of [...rotate(masters), ...nodes.filter((n) => n.role === 'replica'), ...this.o.seeds]) {
       const k = formatAddress(n);
       if (seen.has(k)) continue;
       seen.add(k);
-      candidates.push({ host: n.host, port: n.port });
+      (this.down.has(k) ? suspects : candidates).push({ host: n.host, port: n.port });
     }
+    candidates.push(...suspects);
     const errors: Error[] = [];
     const map = await this.fetchBest(candidates, errors);
     if (this.closed) return;
@@ -223,16 +360,19 @@ export class Topology {
 
   private install(map: SlotMap, report: boolean): void {
     const change = this.current.diff(map);
+    const changed = change.added.length > 0 || change.removed.length > 0 || change.movedSlots > 0 || healthOf(this.current) !== healthOf(map);
     this.current = map;
     for (const n of map.nodes()) this.pool(n);
     const live = new Set(map.nodes().map((n) => n.key));
     for (const [key, pool] of this.pools) {
       if (!live.has(key)) {
         this.pools.delete(key);
+        this.connectErrors.delete(key);
         void pool.close(this.o.closeTimeout);
       }
     }
     if (report && (change.added.length || change.removed.length || change.movedSlots)) this.hooks.onChange(change);
+    if (changed) this.notifyChange();
   }
 
   /** Stops timers and closes every pool. */
@@ -240,8 +380,18 @@ export class Topology {
     this.closed = true;
     if (this.periodic) clearInterval(this.periodic);
     if (this.delayed) clearTimeout(this.delayed);
+    if (this.poll) clearTimeout(this.poll);
+    this.periodic = this.delayed = this.poll = undefined;
+    this.down.clear();
+    // Commands waiting to retry wake up and see the pool closed.
+    this.changeCtl.abort();
     for (const w of this.waiters.splice(0)) w();
     await Promise.all([...this.pools.values()].map((p) => p.close(this.o.closeTimeout)));
     await this.running;
   }
+}
+
+/** Role and health of every node, for noticing changes that move no slot. */
+function healthOf(map: SlotMap): string {
+  return map.nodes().map((n) => `${n.key}/${n.role}/${n.health}`).join(',');
 }

@@ -158,15 +158,104 @@ describe('ClusterPool: routing', () => {
     await expect(pool.call('RENAME', 'cs:a', 'cs:b')).rejects.toBeInstanceOf(CrossSlotError);
   });
 
-  it('with splitMultiKey: false, lets the server answer CROSSSLOT', async () => {
+  it('refuses every unsplit multi-key command across slots with CrossSlotError, blocking ones included', async () => {
+    const [a, b] = ['qa', 'qb'];
+    expect(keySlot(a)).not.toBe(keySlot(b));
+    await pool.del('{q}a', '{q}b');
+    const started = Date.now();
+    const refused: Array<[string, Promise<unknown>]> = [
+      ['BLPOP', pool.blpop(a, b, 1)],
+      ['BRPOP', pool.call('BRPOP', a, b, 1)],
+      ['BLMOVE', pool.call('BLMOVE', a, b, 'LEFT', 'RIGHT', 1)],
+      ['BRPOPLPUSH', pool.call('BRPOPLPUSH', a, b, 1)],
+      ['BZPOPMIN', pool.call('BZPOPMIN', a, b, 1)],
+      ['BLMPOP', pool.call('BLMPOP', 1, 2, a, b, 'LEFT')],
+      ['XREAD BLOCK', pool.call('XREAD', 'BLOCK', 1000, 'STREAMS', a, b, '$', '$')],
+      ['XREAD', pool.call('XREAD', 'STREAMS', a, b, '0', '0')],
+      ['RENAME', pool.call('RENAME', a, b)],
+      ['SMOVE', pool.call('SMOVE', a, b, 'm')],
+      ['LMOVE', pool.call('LMOVE', a, b, 'LEFT', 'RIGHT')],
+      ['RPOPLPUSH', pool.call('RPOPLPUSH', a, b)],
+      ['SINTERSTORE', pool.call('SINTERSTORE', a, b)],
+      ['SUNION', pool.call('SUNION', a, b)],
+      ['ZUNIONSTORE', pool.call('ZUNIONSTORE', a, 2, a, b)],
+      ['COPY', pool.call('COPY', a, b)],
+      ['PFMERGE', pool.call('PFMERGE', a, b)],
+      ['EVAL', pool.call('EVAL', 'return 1', 2, a, b)],
+    ];
+    for (const [name, p] of refused) {
+      const err = await p.catch((e: unknown) => e);
+      expect(err, name).toBeInstanceOf(CrossSlotError);
+      expect((err as Error).message, name).toMatch(/hash to 2 different slots/);
+    }
+    // Refused before sending: nothing blocked for its timeout.
+    expect(Date.now() - started).toBeLessThan(1000);
+    // The same commands with keys in one slot run normally.
+    await pool.rpush('{q}a', 'x');
+    expect(await pool.blpop('{q}a', '{q}b', 1)).toEqual(['{q}a', 'x']);
+    await pool.rpush('{q}a', 'y');
+    expect(await pool.call('BLMOVE', '{q}a', '{q}b', 'LEFT', 'RIGHT', 1)).toBe('y');
+    expect(await pool.call('RENAME', '{q}b', '{q}a')).toBe('OK');
+    expect(await pool.lrange('{q}a', 0, -1)).toEqual(['y']);
+    // use({ key }) is not a command: it is not checked.
+    await pool.use(async (lease) => expect(await lease.call('PING')).toBe('PONG'), { key: a });
+  });
+
+  it('with splitMultiKey: false, lets the server answer CROSSSLOT (MGET & co, in pipelines too); other commands are still refused', async () => {
     const p = await ClusterPool.create(topo.seeds, { splitMultiKey: false });
     try {
       const err = await p.mget('cs:a', 'cs:b').catch((e: unknown) => e);
       expect(err).toBeInstanceOf(RedisError);
       expect((err as RedisError).code).toBe('CROSSSLOT');
+      const [mget, del, rename] = (await p.pipeline().mget('cs:a', 'cs:b').del('cs:a', 'cs:b').call('RENAME', 'cs:a', 'cs:b').exec())!;
+      expect((mget as RedisError).code).toBe('CROSSSLOT');
+      expect((del as RedisError).code).toBe('CROSSSLOT');
+      expect(rename).toBeInstanceOf(CrossSlotError);
+      // The option is about splitting only: unsplittable commands are refused as with the default.
+      await expect(p.blpop('qa', 'qb', 1)).rejects.toBeInstanceOf(CrossSlotError);
+      await expect(p.call('SMOVE', 'qa', 'qb', 'm')).rejects.toBeInstanceOf(CrossSlotError);
     } finally {
       await p.close();
     }
+  });
+
+  it('splits cross-slot MGET / MSET / DEL / EXISTS / TOUCH / UNLINK entries of a pipeline and merges each entry\'s reply', async () => {
+    const keys = spread('pipesplit', 12);
+    expect(new Set(keys.map(keySlot)).size).toBeGreaterThan(3);
+    const values = Object.fromEntries(keys.map((k, i) => [k, `v${i}`]));
+    const res = (await pool
+      .pipeline()
+      .set(keys[0]!, 'before')
+      .mset(values)
+      .mget(...keys, 'pipesplit:missing')
+      .exists(...keys, keys[0]!)
+      .call('TOUCH', ...keys)
+      .call('RENAME', keys[0]!, keys[1]!)
+      .call('MSETNX', keys[0]!, '1', keys[1]!, '2')
+      .del(...keys.slice(0, 6))
+      .call('UNLINK', ...keys.slice(6))
+      .exists(...keys)
+      .get(keys[0]!)
+      .exec())!;
+    expect(res[0]).toBe('OK');
+    expect(res[1]).toBe('OK');
+    // Per node, entries run in the order queued: the MGET sees the MSET, not the first SET.
+    expect(res[2]).toEqual([...keys.map((_, i) => `v${i}`), null]);
+    expect(res[3]).toBe(13);
+    expect(res[4]).toBe(12);
+    expect(res[5]).toBeInstanceOf(CrossSlotError);
+    expect(res[6]).toBeInstanceOf(CrossSlotError);
+    expect(res[7]).toBe(6);
+    expect(res[8]).toBe(6);
+    expect(res[9]).toBe(0);
+    expect(res[10]).toBe(null);
+    // The refused entries were not sent.
+    expect(await pool.exists(...keys)).toBe(0);
+    // An odd MSET cannot be split: the server reports the error for that entry only.
+    const mixed = (await pool.pipeline().call('MSET', 'pipesplit:y', '1', 'pipesplit:x').set('pipesplit:z', '1').exec())!;
+    expect(mixed[0]).toBeInstanceOf(RedisError);
+    expect(mixed[1]).toBe('OK');
+    await pool.del('pipesplit:z');
   });
 
   it('fans out DBSIZE (sum over masters), FLUSHALL and SCRIPT LOAD (every master)', async () => {
@@ -233,6 +322,13 @@ describe('ClusterPool: routing', () => {
   it('reads from replicas with readFrom: replica (READONLY in the handshake)', async () => {
     const p = await ClusterPool.create(topo.seeds, { readFrom: 'replica' });
     try {
+      // Soon after the cluster forms, CLUSTER SHARDS may still report a replica as 'loading'
+      // (no replication offset gossiped yet): such a replica is skipped and reads go to the master.
+      await waitFor(async () => {
+        await p.refresh();
+        const replicas = p.nodes().filter((n) => n.role === 'replica');
+        return replicas.length === 3 && replicas.every((n) => n.health === 'online');
+      }, 'every replica to be reported online');
       await p.set('ro:key', 'hello');
       await waitFor(async () => (await p.get('ro:key')) === 'hello', 'the replica to have the key', 10_000);
       // Writes still reach the master.
