@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { Connection } from '../connection/connection.js';
 import { ConnectionError, PoolClosedError, RedisError } from '../errors.js';
 import { NodePool } from '../pool/node-pool.js';
@@ -56,7 +57,7 @@ export class Topology {
   private waiters: Array<() => void> = [];
   private shardsUnsupported = false;
   private closed = false;
-  private changeCtl = new AbortController();
+  private changeCtl = unlimited(new AbortController());
   /** Commands retrying after a node-level failure. */
   private failingCommands = 0;
   /** Nodes a connection could not be made to, or that failed a command with a connection error, by key: since when. */
@@ -95,7 +96,7 @@ export class Topology {
 
   private notifyChange(): void {
     const ctl = this.changeCtl;
-    this.changeCtl = new AbortController();
+    this.changeCtl = unlimited(new AbortController());
     ctl.abort();
   }
 
@@ -394,4 +395,10 @@ export class Topology {
 /** Role and health of every node, for noticing changes that move no slot. */
 function healthOf(map: SlotMap): string {
   return map.nodes().map((n) => `${n.key}/${n.role}/${n.health}`).join(',');
+}
+
+/** Every command waiting to retry listens on the change signal: hundreds is normal, not a leak. */
+function unlimited(ctl: AbortController): AbortController {
+  setMaxListeners(0, ctl.signal);
+  return ctl;
 }

@@ -2,7 +2,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { EventEmitter } from 'eventemitter3';
 import {
-  AuthenticationError, ConnectionError, ProtocolError, RedisError, TimeoutError, UncertainWriteError,
+  AuthenticationError, ConnectionError, PoolClosedError, ProtocolError, RedisError, TimeoutError, UncertainWriteError,
 } from '../errors.js';
 import { encodeCommand } from '../resp/encoder.js';
 import { RespDecoder, type DecodedValue } from '../resp/decoder.js';
@@ -120,7 +120,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
    * Opens a connection and runs the handshake (HELLO or AUTH/SELECT/CLIENT SETNAME, then
    * `extraHandshake`, e.g. READONLY, then with `verify` a PING), all within `connectTimeout`.
    */
-  static async connect(address: NodeAddress, opts: ResolvedConnectionOptions, extraHandshake: Arg[][] = [], verify = false): Promise<Connection> {
+  static async connect(address: NodeAddress, opts: ResolvedConnectionOptions, extraHandshake: Arg[][] = [], verify = false, signal?: AbortSignal): Promise<Connection> {
     const label = formatAddress(address);
     const socket = opts.tls
       ? tls.connect({ ...opts.tls, host: address.host, port: address.port, servername: opts.tls.servername ?? (net.isIP(address.host) ? undefined : address.host) })
@@ -128,6 +128,10 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 10_000);
     const conn = new Connection(address, opts, socket);
+    // The owner closing (signal) cuts a connect short instead of waiting out connectTimeout.
+    const onAbort = () => conn.destroy(signal?.reason instanceof Error ? signal.reason : new PoolClosedError());
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     let timer: NodeJS.Timeout | undefined;
     const deadline = opts.connectTimeout > 0
       ? new Promise<never>((_, reject) => {
@@ -155,6 +159,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       throw err;
     } finally {
       if (timer) clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -203,6 +208,13 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       }
       throw new ConnectionError(`Handshake with ${this.label} failed at ${step.what}: ${r.message}`, { cause: r, address: this.address });
     }
+  }
+
+  /** An already-closed connection (see NodePool.create): it never opens a socket. */
+  static closedPlaceholder(address: NodeAddress, opts: ResolvedConnectionOptions): Connection {
+    const conn = new Connection(address, opts, new net.Socket());
+    conn.destroy(new PoolClosedError());
+    return conn;
   }
 
   /** True until the socket closes. */

@@ -72,6 +72,8 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
         destroy: async (conn) => conn.destroy(),
         // Must never reject (generic-pool leaves a rejected validation unhandled).
         validate: async (conn) => {
+          // After close() anything goes to the waiters: acquire() destroys it and rejects.
+          if (this.closed) return true;
           if (!conn.ready || conn.dirty || conn.generation !== this.gen) return false;
           if (!this.poolOpts.testOnBorrow) return true;
           try {
@@ -116,21 +118,28 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     return this.closed;
   }
 
-  /** Opens one connection to the current target, after a backoff if the last attempts failed. */
+  /**
+   * Opens one connection to the current target, after a backoff if the last attempts failed.
+   *
+   * After close() it hands out an already-closed placeholder instead of failing: generic-pool
+   * answers a failed create by creating again at once for every waiting borrower, which would
+   * spin forever; the placeholder lets each waiter leave the queue (acquire() then rejects).
+   */
   private async create(): Promise<Connection> {
     for (;;) {
-      if (this.closed) throw new PoolClosedError();
+      if (this.closed) return Connection.closedPlaceholder(this.current, this.connOpts);
       const gen = this.gen;
       if (this.failures > 0) {
         await sleep(backoffDelay(this.failures - 1, this.poolOpts.reconnect), this.closing.signal);
-        if (this.closed) throw new PoolClosedError();
+        if (this.closed) return Connection.closedPlaceholder(this.current, this.connOpts);
         if (gen !== this.gen) continue;
       }
       const target = this.current;
       let conn: Connection;
       try {
-        conn = await Connection.connect(target, this.connOpts, this.hooks.handshake, true);
+        conn = await Connection.connect(target, this.connOpts, this.hooks.handshake, true, this.closing.signal);
       } catch (err) {
+        if (this.closed) return Connection.closedPlaceholder(this.current, this.connOpts);
         if (gen === this.gen) this.failures++;
         this.lastCreateError = err as Error;
         this.emit('error', err as Error);
@@ -138,7 +147,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       }
       if (this.closed || gen !== this.gen) {
         conn.destroy();
-        if (this.closed) throw new PoolClosedError();
+        if (this.closed) return Connection.closedPlaceholder(this.current, this.connOpts);
         continue; // the target moved while we connected: connect to the new one
       }
       this.failures = 0;
@@ -229,6 +238,10 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
         );
       }
       throw err;
+    }
+    if (this.closed) {
+      void this.pool.destroy(conn).catch(() => {});
+      throw new PoolClosedError();
     }
     this.borrowed.add(conn);
     return conn;

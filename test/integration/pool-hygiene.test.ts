@@ -182,6 +182,26 @@ describe('close() and dead servers', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it('close() while a use() waits for a connection to a server that does not answer: both finish, nothing spins', async () => {
+    const t = await startStandalone();
+    cleanups.push(() => t.stop());
+    const p = await pool(t.url, { closeTimeout: 500, connectTimeout: 60_000, pool: { max: 1 } });
+    t.server.pause();
+    cleanups.push(() => t.server.resume());
+    const waiting = p.use((lease) => lease.get('x')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await waitFor(() => p.stats().exclusive.waiting === 1, 'use() waiting for its connection');
+    // A closed pool used to answer generic-pool's create retries at once, forever, starving the
+    // event loop; and an in-flight connect used to hold close() for the whole connectTimeout.
+    await p.close();
+    expect(await waiting).toBeInstanceOf(PoolClosedError);
+    t.server.resume();
+    // The event loop is alive: timers still fire.
+    await new Promise((r) => setTimeout(r, 1));
+  });
+
   it('a command that cannot reach a dead server times out with the connection error as cause and the address', async () => {
     const t = await startStandalone();
     cleanups.push(() => t.stop());
