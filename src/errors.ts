@@ -142,7 +142,11 @@ export class CrossSlotError extends Error {
   }
 }
 
-/** True when the error proves the command was not executed by the server (safe to retry). */
+/**
+ * True when the error proves the command was not executed by the server (safe to retry):
+ * redirections and refusals (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, READONLY, LOADING, MASTERDOWN,
+ * NOREPLICAS), connection failures before the write, unsent timeouts, and refusals by the pool.
+ */
 export function isNotExecuted(err: unknown): boolean {
   if (err instanceof RedisError) {
     switch (err.code) {
@@ -155,5 +159,9 @@ export function isNotExecuted(err: unknown): boolean {
   if (err instanceof UncertainWriteError) return false;
   if (err instanceof ConnectionError) return true;
   if (err instanceof TimeoutError) return !err.sent;
+  // Refused before anything was written.
+  if (err instanceof PoolClosedError || err instanceof QueueFullError || err instanceof CrossSlotError) return true;
+  // Every attempt was refused or redirected before running: none executed.
+  if (err instanceof MaxRedirectionsError) return err.attempts.length > 0 && err.attempts.every((a) => isNotExecuted(a.error));
   return false;
 }

@@ -22,3 +22,4 @@ export type { SentinelOptions, NatMap } from './sentinel/options.js';
 export { ClusterPool, type ClusterEvents, type ClusterStats } from './cluster/cluster-pool.js';
 export type { ClusterOptions } from './cluster/options.js';
 export type { ClusterNodeInfo } from './cluster/cluster-pool.js';
+export { RoleMismatchError } from './sentinel/discovery.js';

@@ -94,6 +94,8 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   private lastActivity = 0;
   private blockingInflight = 0;
   private subscribed = false;
+  private retiredBy: Error | undefined;
+  private readonly usable = new AbortController();
 
   private constructor(address: NodeAddress, opts: ResolvedConnectionOptions, socket: net.Socket) {
     super();
@@ -217,6 +219,21 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     return conn;
   }
 
+  /**
+   * Stops taking commands (they reject with a not-sent `ConnectionError` whose cause is
+   * `reason`) while replies already due still arrive. Used when the pool moves to another node.
+   */
+  retire(reason: Error): void {
+    if (this.retiredBy !== undefined || this.isClosed) return;
+    this.retiredBy = reason;
+    this.usable.abort(reason);
+  }
+
+  /** Aborts (with the reason) when this connection stops taking commands: closed, or retired. */
+  get signal(): AbortSignal {
+    return this.usable.signal;
+  }
+
   /** True until the socket closes. */
   get isOpen(): boolean {
     return !this.isClosed;
@@ -250,6 +267,10 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     return new Promise<Reply>((resolve, reject) => {
       if (this.isClosed) {
         reject(new ConnectionError(`Connection to ${this.label} is closed; the command was not sent.`, { cause: this.closedError, address: this.address }));
+        return;
+      }
+      if (this.retiredBy !== undefined) {
+        reject(new ConnectionError(`${String(args[0])} was not sent: ${this.retiredBy.message}`, { cause: this.retiredBy, address: this.address }));
         return;
       }
       const signal = options?.signal;
@@ -470,6 +491,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       this.settle(cmd);
       cmd.reject(new ConnectionError(`${cmd.name} was not sent: the connection to ${label} closed${why}.`, { cause: error, address: this.address }));
     }
+    if (!this.usable.signal.aborted) this.usable.abort(error ?? new ConnectionError(`Connection to ${this.label} was closed.`, { address: this.address }));
     this.emit('close', error);
     this.removeAllListeners('push');
   }

@@ -264,6 +264,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
    */
   swap(target: NodeAddress): boolean {
     if (this.closed || (target.host === this.current.host && target.port === this.current.port)) return false;
+    const from = this.current;
     this.gen++;
     this.current = { host: target.host, port: target.port };
     this.failures = 0;
@@ -273,8 +274,17 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       slot.connecting = undefined;
       if (old) this.retire(old);
     }
+    const why = new ConnectionError(
+      `The pool moved from ${formatAddress(from)} to ${formatAddress(target)}; this connection points at the old node. End the lease and borrow again.`,
+      { address: from },
+    );
     for (const conn of this.all) {
-      if (!this.borrowed.has(conn) && !this.isLane(conn)) conn.destroy();
+      if (this.isLane(conn)) continue;
+      if (!this.borrowed.has(conn)) conn.destroy();
+      // A lease in use keeps its replies in flight but takes no new command, and a subscriber
+      // there would listen to the old node forever: it is closed so its owner notices.
+      else if (conn.dirty) conn.destroy(why);
+      else conn.retire(why);
     }
     void this.pool.clear().catch(() => {});
     return true;

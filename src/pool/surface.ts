@@ -292,6 +292,15 @@ export class Lease {
     return this.conn.address;
   }
 
+  /**
+   * Aborts when this connection stops being usable: it closed, or the pool moved to another
+   * node (a Sentinel failover). A long-lived subscriber awaits it to resubscribe through a new
+   * lease; `signal.reason` says why.
+   */
+  get signal(): AbortSignal {
+    return this.conn.signal;
+  }
+
   private check(): void {
     if (this.state.released) throw new PoolClosedError('This lease was returned to the pool; use the connection only inside use().');
   }

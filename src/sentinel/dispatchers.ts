@@ -24,11 +24,11 @@ export class MasterDispatcher extends LaneDispatcher {
     const started = Date.now();
     let readonlyRetried = false;
     for (;;) {
-      if (!this.gate.isOpen) await this.gate.wait(call, String(args[0]));
+      if (this.held(args)) await this.gate.wait(call, String(args[0]));
       let conn: Connection | undefined;
       try {
         conn = this.node.laneSync() ?? (await this.laneFor(call, args));
-        if (!this.gate.isOpen) continue; // a switch began while we connected
+        if (this.held(args)) continue; // a switch began while we connected
         return await conn.send(args, sendOptions(call));
       } catch (err) {
         if (err instanceof RedisError && err.code === 'READONLY') {
@@ -42,6 +42,15 @@ export class MasterDispatcher extends LaneDispatcher {
         this.retryOrThrow(err, args, call, started);
       }
     }
+  }
+
+  /**
+   * Whether this command must wait. The write fence holds writes only: the old master still
+   * answers reads with all the data it has, so a stalled failover does not take reads down too.
+   */
+  private held(args: readonly Arg[]): boolean {
+    if (this.gate.isOpen) return false;
+    return !(this.pool.internals.isFenced() && isReadOnlyCommand(String(args[0])));
   }
 
   private onFailure(err: unknown, conn: Connection): void {

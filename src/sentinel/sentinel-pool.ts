@@ -384,7 +384,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
 
   /** @internal */
   get internals() {
-    return { node: this.node, gate: this.gate, o: this.o, isClosed: () => this.closed };
+    return { node: this.node, gate: this.gate, o: this.o, isClosed: () => this.closed, isFenced: () => this.fence !== undefined };
   }
 
   // ---- public -------------------------------------------------------------------------

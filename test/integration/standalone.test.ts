@@ -463,7 +463,7 @@ describe('leases', () => {
     expect(await p.use((lease) => lease.call('PING'))).toBe('PONG');
   });
 
-  it('generation swap: calls go to the new server, old borrowed connections are destroyed on release', async () => {
+  it('generation swap: calls go to the new server; an old lease takes no new command and its connection is destroyed on release', async () => {
     const other = await ownServer();
     await shared.server.cli('SET', 'swap:where', 'first');
     await other.server.cli('SET', 'swap:where', 'second');
@@ -480,8 +480,13 @@ describe('leases', () => {
       expect(await lease.call('GET', 'swap:where')).toBe('first');
       leased(lease.address);
       await held;
-      // A borrowed old-generation connection keeps working until it is released.
-      return lease.call('GET', 'swap:where');
+      // After the swap the old node must get no new command (for a Sentinel master, writes
+      // there would be lost): the lease says so before sending, and its signal has fired.
+      expect(lease.signal.aborted).toBe(true);
+      return lease.call('GET', 'swap:where').then(
+        () => 'sent',
+        (e: unknown) => (e instanceof ConnectionError && /was not sent/.test(e.message) ? 'refused' : e),
+      );
     });
     expect(await inside).toEqual(shared.address);
     expect(p.stats().exclusive.borrowed).toBe(1);
@@ -497,7 +502,7 @@ describe('leases', () => {
     expect(await shared.server.cli('EXISTS', 'swap:written')).toBe('0');
 
     release();
-    expect(await holder).toBe('first');
+    expect(await holder).toBe('refused');
     // The old-generation connection is destroyed, not returned to idle.
     await waitFor(() => p.stats().exclusive.borrowed === 0, 'the old lease to be released', 5000);
     expect(p.stats().exclusive).toMatchObject({ borrowed: 0, available: 0, size: 0 });
