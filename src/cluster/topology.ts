@@ -48,6 +48,8 @@ const MIN_POLL_PERIOD = 50;
  */
 export class Topology {
   private current: SlotMap;
+  /** The map as of the last full refresh: `topology` events compare against it, not against MOVED patches. */
+  private lastRefreshed: SlotMap;
   private readonly pools = new Map<string, NodePool>();
   private running: Promise<void> | undefined;
   private again = false;
@@ -74,6 +76,7 @@ export class Topology {
     private readonly hooks: TopologyHooks,
   ) {
     this.current = SlotMap.empty({ natMap: o.natMap });
+    this.lastRefreshed = this.current;
   }
 
   /** The current slot map snapshot. */
@@ -362,7 +365,10 @@ export class Topology {
   private install(map: SlotMap, report: boolean): void {
     const change = this.current.diff(map);
     const changed = change.added.length > 0 || change.removed.length > 0 || change.movedSlots > 0 || healthOf(this.current) !== healthOf(map);
+    // A node first seen through MOVED is already in the patched map; the event reports it anyway.
+    const reported = this.lastRefreshed.diff(map);
     this.current = map;
+    this.lastRefreshed = map;
     for (const n of map.nodes()) this.pool(n);
     const live = new Set(map.nodes().map((n) => n.key));
     for (const [key, pool] of this.pools) {
@@ -372,7 +378,7 @@ export class Topology {
         void pool.close(this.o.closeTimeout);
       }
     }
-    if (report && (change.added.length || change.removed.length || change.movedSlots)) this.hooks.onChange(change);
+    if (report && (reported.added.length || reported.removed.length || reported.movedSlots)) this.hooks.onChange(reported);
     if (changed) this.notifyChange();
   }
 
