@@ -16,6 +16,11 @@ export function mayRetry(err: unknown, args: readonly Arg[], call: ResolvedCall)
   return false;
 }
 
+/** True when a pipeline's connection broke before any of it was written: the whole batch may go again. */
+export function nothingWritten(results: BatchResult): boolean {
+  return results.every((r) => r instanceof ConnectionError && !(r instanceof UncertainWriteError));
+}
+
 /**
  * Waits for `p` until the call's deadline. `context` supplies the cause (e.g. the last failed
  * connection attempt) and the node for the TimeoutError.
@@ -73,6 +78,16 @@ export class LaneDispatcher implements Dispatcher {
     }
   }
 
+  /** A lane for this attempt, or undefined when connecting failed in a way that may be retried (else it throws). */
+  protected async tryLane(call: ResolvedCall, args: readonly Arg[], started: number): Promise<Connection | undefined> {
+    try {
+      return this.node.laneSync() ?? (await this.laneFor(call, args));
+    } catch (err) {
+      this.retryOrThrow(err, args, call, started);
+      return undefined;
+    }
+  }
+
   protected laneFor(call: ResolvedCall, args: readonly Arg[]): Promise<Connection> {
     return withinDeadline(
       this.node.lane(),
@@ -93,18 +108,11 @@ export class LaneDispatcher implements Dispatcher {
     }
     const started = Date.now();
     for (;;) {
-      let conn: Connection;
-      try {
-        conn = this.node.laneSync() ?? (await this.laneFor(call, cmds[0]!));
-      } catch (err) {
-        this.retryOrThrow(err, ['PIPELINE'], call, started);
-        continue;
-      }
+      const conn = await this.tryLane(call, ['PIPELINE'], started);
+      if (conn === undefined) continue;
       const results = (await runBatchOn(conn, cmds, call, false))!;
-      // Nothing was written (the connection broke first): the whole batch may go again.
-      const first = results[0];
-      if (results.every((r) => r instanceof ConnectionError && !(r instanceof UncertainWriteError))) {
-        this.retryOrThrow(first, ['PIPELINE'], call, started);
+      if (nothingWritten(results)) {
+        this.retryOrThrow(results[0], ['PIPELINE'], call, started);
         continue;
       }
       return results;

@@ -1,8 +1,8 @@
 import type { Connection } from '../connection/connection.js';
 import { isReadOnlyCommand } from '../commands/readonly.js';
-import { ConnectionError, PoolClosedError, RedisError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { remaining, type ResolvedCall } from '../pool/call-options.js';
-import { LaneDispatcher, mayRetry, withinDeadline } from '../pool/lane-dispatcher.js';
+import { LaneDispatcher, mayRetry, nothingWritten, withinDeadline } from '../pool/lane-dispatcher.js';
 import { resolveCall, runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/surface.js';
 import { formatAddress, type Arg, type Reply } from '../types.js';
 import type { Gate } from './gate.js';
@@ -84,17 +84,10 @@ export class MasterDispatcher extends LaneDispatcher {
           h.release();
         }
       }
-      let conn: Connection;
-      try {
-        conn = this.node.laneSync() ?? (await this.laneFor(call, cmds[0]!));
-      } catch (err) {
-        this.retryOrThrow(err, ['PIPELINE'], call, started);
-        continue;
-      }
-      if (!this.gate.isOpen) continue;
+      const conn = await this.tryLane(call, ['PIPELINE'], started);
+      if (conn === undefined || !this.gate.isOpen) continue;
       const results = (await runBatchOn(conn, cmds, call, false))!;
-      const unsent = results.every((r) => r instanceof ConnectionError && !(r instanceof UncertainWriteError));
-      if (unsent) {
+      if (nothingWritten(results)) {
         this.onFailure(results[0], conn);
         this.retryOrThrow(results[0], ['PIPELINE'], call, started);
         continue;
