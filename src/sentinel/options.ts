@@ -26,7 +26,11 @@ export interface SentinelOptions extends ConnectionOptions, CommonOptions {
   resubscribe?: Partial<BackoffOptions>;
   /** Periodic re-check of the master through the sentinels and ROLE; 0 disables. Default 10000. */
   pollInterval?: number;
-  /** How often a sentinel that refuses SUBSCRIBE is polled instead. Default 1000. */
+  /**
+   * How often a sentinel that refuses SUBSCRIBE is polled instead (three cheap commands on one
+   * connection): short, because polling must see a failover start before the promotion for
+   * the write fence to help. Default 100.
+   */
   sentinelPollInterval?: number;
   /** Commands that may wait while the master is switched; more are refused with QueueFullError. Default 10000. */
   maxQueued?: number;
@@ -133,7 +137,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     closeTimeout: common.closeTimeout,
     resubscribe: { initialDelay: o.resubscribe?.initialDelay ?? 100, maxDelay: o.resubscribe?.maxDelay ?? 5000 },
     pollInterval: o.pollInterval ?? 10000,
-    sentinelPollInterval: o.sentinelPollInterval ?? 1000,
+    sentinelPollInterval: o.sentinelPollInterval ?? 100,
     maxQueued: o.maxQueued ?? 10000,
     queueTimeout: o.queueTimeout ?? 5000,
     fenceTimeout: o.fenceTimeout ?? 15000,

@@ -35,6 +35,25 @@ export function healthyReplicas(reply: Reply): NodeAddress[] {
   return out;
 }
 
+/**
+ * From `SENTINEL master <name>` and `SENTINEL replicas <name>`: undefined when no failover of
+ * the master is in progress, else the replica flagged `promoted` (once the leader chose one).
+ */
+export function failoverState(master: Reply, replicas: Reply): { candidate: NodeAddress | undefined } | undefined {
+  if (master === null || master === undefined) return undefined;
+  const flags = (toFields(master)['flags'] ?? '').split(',');
+  if (!flags.includes('failover_in_progress')) return undefined;
+  let candidate: NodeAddress | undefined;
+  if (Array.isArray(replicas)) {
+    for (const r of replicas) {
+      const f = toFields(r);
+      const port = Number(f['port']);
+      if ((f['flags'] ?? '').split(',').includes('promoted') && f['ip'] && Number.isInteger(port)) candidate = { host: f['ip'], port };
+    }
+  }
+  return { candidate };
+}
+
 /** `SENTINEL sentinels <name>` -> their addresses. */
 export function parseSentinels(reply: Reply): NodeAddress[] {
   if (!Array.isArray(reply)) return [];

@@ -173,7 +173,13 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       },
       onDown: (a, error) => this.emit('sentinel-down', { address: a, error }),
       onPolling: (a, error) => this.emit('sentinel-polling', { address: a, error }),
-      onPolledMaster: (_a, m) => {
+      onPolledMaster: (_a, m, failover) => {
+        // Without pub/sub, a failover in progress seen by polling engages the same write fence.
+        const promoting = failover?.candidate && this.o.natMap(failover.candidate);
+        if (failover && m && sameAddress(this.o.natMap(m), this.node.target) && !(promoting && sameAddress(promoting, this.node.target))) {
+          this.onSignal({ kind: 'failover-start', event: 'poll:failover_in_progress', master: m, candidate: failover.candidate }, 'poll');
+          return;
+        }
         if (m && !sameAddress(this.o.natMap(m), this.node.target)) this.requestRefresh('poll', false);
       },
       onBackoff: (a, delay, attempt) => this.emit('sentinel-reconnect', { address: a, delay, attempt }),
@@ -204,7 +210,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
           this.fence = { from, timer };
           this.emit('failover-start', { masterName: this.o.masterName, master: from, event: sig.event, at: Date.now() });
         }
-        if (sig.candidate && this.fence) void this.watchPromotion(this.o.natMap(sig.candidate));
+        if (sig.candidate && this.fence) void this.watchPromotion(this.o.natMap(sig.candidate), channel === 'poll' ? 'poll' : 'pubsub');
         return;
       case 'promoted':
         void this.tryPromoted(this.o.natMap(sig.address));
@@ -234,7 +240,6 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         this.addSentinel(this.o.natMap(sig.address));
         return;
     }
-    void channel;
   }
 
   /**
@@ -242,7 +247,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
    * (then switch at once, about a second before Sentinel publishes `+promoted-slave`), the
    * fence ends, or the pool closes.
    */
-  private async watchPromotion(candidate: NodeAddress): Promise<void> {
+  private async watchPromotion(candidate: NodeAddress, detectedBy: DetectedBy): Promise<void> {
     const every = this.o.promotionCheckInterval;
     if (every === 0 || this.watching?.host === candidate.host && this.watching.port === candidate.port) return;
     this.watching = candidate;
@@ -250,7 +255,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       while (this.fence && !this.closed) {
         try {
           await verifyMaster(candidate, this.o.probe);
-          if (this.fence && !this.closed) this.applyMaster(candidate, 'pubsub');
+          if (this.fence && !this.closed) this.applyMaster(candidate, detectedBy);
           return;
         } catch {
           // Not promoted yet (or not reachable): look again shortly.

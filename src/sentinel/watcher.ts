@@ -3,7 +3,7 @@ import type { ResolvedConnectionOptions } from '../connection/options.js';
 import { backoffDelay, sleep, type BackoffOptions } from '../pool/backoff.js';
 import type { NodeAddress, Reply } from '../types.js';
 import { SENTINEL_CHANNELS } from './messages.js';
-import { isPermissionError, oneShot, parseMasterAddr } from './sentinel-client.js';
+import { failoverState, isPermissionError, parseMasterAddr } from './sentinel-client.js';
 
 /** What a watcher reports to its pool. */
 export interface WatcherHooks {
@@ -13,8 +13,8 @@ export interface WatcherHooks {
   onDown(sentinel: NodeAddress, error: Error): void;
   /** The sentinel refused SUBSCRIBE (ACL): the watcher polls it instead. Called once. */
   onPolling(sentinel: NodeAddress, error: Error): void;
-  /** Polling saw this master address. */
-  onPolledMaster(sentinel: NodeAddress, master: NodeAddress | null): void;
+  /** Polling saw this master address, and whether a failover of it is under way (with the replica being promoted, once chosen). */
+  onPolledMaster(sentinel: NodeAddress, master: NodeAddress | null, failover: { candidate: NodeAddress | undefined } | undefined): void;
   /** Each reconnect delay chosen, for observability and tests. */
   onBackoff?(sentinel: NodeAddress, delayMs: number, attempt: number): void;
 }
@@ -105,18 +105,33 @@ export class SentinelWatcher {
     }
   }
 
-  /** Polling mode: ask for the master every `pollEvery` ms until stopped or an error. */
+  /**
+   * Polling mode: every `pollEvery` ms, on one connection, ask for the master and whether a
+   * failover of it is in progress (and which replica is being promoted), until stopped or an
+   * error. Without pub/sub this is the only way to see a failover coming.
+   */
   private async poll(): Promise<void> {
-    while (!this.stopped) {
-      const reply = await oneShot(this.address, this.conn0, ['SENTINEL', 'get-master-addr-by-name', this.masterName]);
-      if (!this.connected) {
-        this.connected = true;
-        this.wasUp = true;
-        this.hooks.onUp(this.address, this.attempts > 0);
-        this.attempts = 0;
+    const conn = await Connection.connect(this.address, this.conn0);
+    this.conn = conn;
+    try {
+      while (!this.stopped) {
+        const [addr, master, replicas] = await Promise.all([
+          conn.send(['SENTINEL', 'get-master-addr-by-name', this.masterName]),
+          conn.send(['SENTINEL', 'master', this.masterName]).catch(() => null),
+          conn.send(['SENTINEL', 'replicas', this.masterName]).catch(() => null),
+        ]);
+        if (!this.connected) {
+          this.connected = true;
+          this.wasUp = true;
+          this.hooks.onUp(this.address, this.attempts > 0);
+          this.attempts = 0;
+        }
+        this.hooks.onPolledMaster(this.address, parseMasterAddr(addr), failoverState(master, replicas));
+        await sleep(this.pollEvery, this.stopSignal.signal, { unref: true });
       }
-      this.hooks.onPolledMaster(this.address, parseMasterAddr(reply));
-      await sleep(this.pollEvery, this.stopSignal.signal, { unref: true });
+    } finally {
+      conn.destroy();
+      this.conn = undefined;
     }
   }
 

@@ -13,7 +13,7 @@ import { PoolClosedError, QueueFullError, TimeoutError } from '../../src/errors.
 import type { ResolvedCall } from '../../src/pool/call-options.js';
 import { Gate } from '../../src/sentinel/gate.js';
 import { classifySentinelMessage, parseInstanceDetails, SENTINEL_CHANNELS, type SentinelSignal } from '../../src/sentinel/messages.js';
-import { healthyReplicas, parseMasterAddr, parseRole, parseSentinels, toFields } from '../../src/sentinel/sentinel-client.js';
+import { failoverState, healthyReplicas, parseMasterAddr, parseRole, parseSentinels, toFields } from '../../src/sentinel/sentinel-client.js';
 import type { Reply } from '../../src/types.js';
 
 const NAME = 'mymaster';
@@ -455,5 +455,32 @@ describe('Gate', () => {
     g.open();
     await vi.advanceTimersByTimeAsync(0);
     expect(r.ok).toBe(true);
+  });
+});
+
+describe('failoverState (polling a sentinel that refuses SUBSCRIBE)', () => {
+  const master = (flags: string) => ['name', 'mymaster', 'ip', '127.0.0.1', 'port', '6379', 'flags', flags];
+  const replica = (port: number, flags: string) => ['name', `127.0.0.1:${port}`, 'ip', '127.0.0.1', 'port', String(port), 'flags', flags];
+
+  it('no failover in progress: undefined', () => {
+    expect(failoverState(master('master'), [replica(6380, 'slave')])).toBeUndefined();
+  });
+
+  it('failover in progress before a replica is chosen: no candidate', () => {
+    expect(failoverState(master('master,failover_in_progress'), [replica(6380, 'slave'), replica(6381, 'slave')])).toEqual({ candidate: undefined });
+  });
+
+  it('failover in progress with the replica being promoted (RESP2 arrays or RESP3 maps)', () => {
+    expect(failoverState(master('master,failover_in_progress'), [replica(6380, 'slave'), replica(6381, 'slave,promoted')])).toEqual({
+      candidate: { host: '127.0.0.1', port: 6381 },
+    });
+    const asMap = (a: string[]) => new Map(Array.from({ length: a.length / 2 }, (_, i) => [a[2 * i]!, a[2 * i + 1]!] as [string, string]));
+    expect(failoverState(asMap(master('master,failover_in_progress')), [asMap(replica(6382, 'slave,promoted'))])).toEqual({
+      candidate: { host: '127.0.0.1', port: 6382 },
+    });
+  });
+
+  it('an unreadable master reply (denied by ACL): undefined', () => {
+    expect(failoverState(null, null)).toBeUndefined();
   });
 });
