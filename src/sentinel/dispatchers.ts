@@ -113,7 +113,7 @@ export class ReplicaDispatcher implements Dispatcher {
 
   async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
     let last: unknown;
-    const tries = Math.max(1, this.pool.stats().replicas.length);
+    const tries = Math.max(1, this.pool.replicaCount());
     for (let i = 0; i <= tries; i++) {
       const node = this.pool.pickReplica();
       try {
@@ -123,7 +123,7 @@ export class ReplicaDispatcher implements Dispatcher {
         last = err;
         if (this.pool.internals.isClosed()) throw new PoolClosedError(undefined, { cause: err });
         if (err instanceof TimeoutError || !(err instanceof ConnectionError)) throw err;
-        if (!mayRetry(err, args, call) && !isReadOnlyCommand(String(args[0]))) throw err;
+        if (!mayRetry(err, args, call)) throw err;
         if (remaining(call) <= 0) throw err;
       }
     }

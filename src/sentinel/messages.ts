@@ -18,7 +18,9 @@ export type SentinelSignal =
   /** A replica appeared or changed state (for replica reads). */
   | { kind: 'replicas'; event: string }
   /** Another sentinel for our master. */
-  | { kind: 'sentinel'; address: NodeAddress };
+  | { kind: 'sentinel'; address: NodeAddress }
+  /** The other sentinels consider this sentinel down (`+sdown sentinel …`): if it led a failover, that failover is stuck. */
+  | { kind: 'sentinel-down'; address: NodeAddress };
 
 /** Channels a watcher subscribes to. */
 export const SENTINEL_CHANNELS = [
@@ -117,6 +119,8 @@ export function classifySentinelMessage(channel: string, payload: string, master
       // A node reporting a new role may be a replica turned master: always worth a look.
       return { kind: 'refresh', event: channel };
     case '+sdown':
+      if (d.type === 'sentinel') return { kind: 'sentinel-down', address: d.address };
+      return d.type === 'slave' ? { kind: 'replicas', event: channel } : { kind: 'refresh', event: channel };
     case '-sdown':
     case '+odown':
     case '-odown':

@@ -71,7 +71,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private readonly node: NodePool;
   private readonly gate: Gate;
   private readonly watchers = new Map<string, SentinelWatcher>();
-  private fence: { from: NodeAddress; timer: NodeJS.Timeout } | undefined;
+  private fence: { from: NodeAddress; timer: NodeJS.Timeout; leader: NodeAddress | undefined } | undefined;
   private pin: { against: NodeAddress; until: number } | undefined;
   private refreshing: Promise<void> | undefined;
   private again: DetectedBy | undefined;
@@ -162,9 +162,9 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     if (this.closed || this.watchers.has(key(address))) return;
     if (!this.ctx.sentinels.some((s) => sameAddress(s, address))) this.ctx.sentinels.push(address);
     const w = new SentinelWatcher(address, this.o.masterName, this.o.sentinel, this.o.resubscribe, this.o.sentinelPollInterval, {
-      onMessage: (channel, payload) => {
+      onMessage: (channel, payload, sentinel) => {
         const sig = classifySentinelMessage(channel, payload, this.o.masterName);
-        if (sig) this.onSignal(sig, channel);
+        if (sig) this.onSignal(sig, channel, sentinel);
       },
       onUp: (a, reconnected) => {
         this.emit('sentinel-up', { address: a, reconnected });
@@ -188,7 +188,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     w.start();
   }
 
-  private onSignal(sig: SentinelSignal, channel: string): void {
+  private onSignal(sig: SentinelSignal, channel: string, leader?: NodeAddress): void {
     if (this.closed) return;
     switch (sig.kind) {
       case 'failover-start':
@@ -207,7 +207,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
             this.requestRefresh('pubsub', false);
           }, this.o.fenceTimeout);
           timer.unref();
-          this.fence = { from, timer };
+          // The sentinel announcing the failover leads it: if it goes down, the failover is stuck.
+          this.fence = { from, timer, leader: channel === 'poll' ? undefined : leader };
           this.emit('failover-start', { masterName: this.o.masterName, master: from, event: sig.event, at: Date.now() });
         }
         if (sig.candidate && this.fence) void this.watchPromotion(this.o.natMap(sig.candidate), channel === 'poll' ? 'poll' : 'pubsub');
@@ -238,6 +239,17 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         return;
       case 'sentinel':
         this.addSentinel(this.o.natMap(sig.address));
+        return;
+      case 'sentinel-down':
+        // The failover leader stopped (paused, partitioned): nobody will finish its failover before
+        // fenceTimeout, so release the held writes to the master the sentinels still name.
+        if (this.fence?.leader && sameAddress(this.fence.leader, this.o.natMap(sig.address))) {
+          clearTimeout(this.fence.timer);
+          const from = this.fence.from;
+          this.fence = undefined;
+          this.emit('failover-abort', { masterName: this.o.masterName, master: from, reason: `the failover leader ${formatAddress(sig.address)} is down`, at: Date.now() });
+          this.requestRefresh('pubsub', false);
+        }
         return;
     }
   }
@@ -378,6 +390,11 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     this.replicaRefresh = this.loadReplicas()
       .catch((err) => { this.emit('error', err as Error); })
       .finally(() => { this.replicaRefresh = undefined; });
+  }
+
+  /** @internal Healthy replicas known now. */
+  replicaCount(): number {
+    return this.replicaPools.length;
   }
 
   /** @internal Next replica pool (round robin), or the master's when none is healthy. */

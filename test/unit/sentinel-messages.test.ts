@@ -484,3 +484,11 @@ describe('failoverState (polling a sentinel that refuses SUBSCRIBE)', () => {
     expect(failoverState(null, null)).toBeUndefined();
   });
 });
+
+describe('a sentinel reported down', () => {
+  it('+sdown of a sentinel of our master is a sentinel-down signal (a stuck failover leader)', () => {
+    const payload = `sentinel 0123456789abcdef0123456789abcdef01234567 127.0.0.1 26380 @ mymaster 127.0.0.1 6379`;
+    expect(classifySentinelMessage('+sdown', payload, 'mymaster')).toEqual({ kind: 'sentinel-down', address: { host: '127.0.0.1', port: 26380 } });
+    expect(classifySentinelMessage('+sdown', payload, 'othermaster')).toBeUndefined();
+  });
+});
