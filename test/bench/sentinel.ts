@@ -50,6 +50,7 @@ import { SentinelPool } from '../../src/index.js';
 import type { NodeAddress } from '../../src/types.js';
 import { sendCommand, sendCommands } from '../support/mini-client.js';
 import { decodeReply, encodeCommand, ReplyError } from '../support/resp-wire.js';
+import { findMissing } from '../support/missing-keys.js';
 import { startSentinel, type SentinelTopology } from '../support/topology.js';
 import { envInt, envList, fmtInt, markdownTable, systemInfo } from './lib.js';
 
@@ -263,31 +264,15 @@ function loggedAt(topo: SentinelTopology, node: NodeAddress, what: RegExp, since
   return undefined;
 }
 
-/** Acked keys (by number) that `master` lacks: multi-key EXISTS per group, then per key where short. */
+/** Acked keys (by number) that `master` lacks, counted over raw sockets (never through a client under test). */
 async function missingKeys(master: NodeAddress, keys: readonly number[]): Promise<Set<number>> {
-  const missing = new Set<number>();
-  const GROUP = 1000;
-  const PER_CALL = 50;
-  const run = async (cmds: (string | number)[][]): Promise<number[]> => {
+  return findMissing(keys, 'b:', async (cmds) => {
     const replies = await sendCommands(master, cmds, { timeoutMs: 30_000 });
     return replies.map((r) => {
       if (r instanceof ReplyError) throw r;
       return Number(r);
     });
-  };
-  const groups: number[][] = [];
-  for (let i = 0; i < keys.length; i += GROUP) groups.push(keys.slice(i, i + GROUP));
-  for (let g = 0; g < groups.length; g += PER_CALL) {
-    const batch = groups.slice(g, g + PER_CALL);
-    const counts = await run(batch.map((ks) => ['EXISTS', ...ks.map((n) => `b:${n}`)]));
-    for (let j = 0; j < batch.length; j++) {
-      const ks = batch[j]!;
-      if (counts[j] === ks.length) continue;
-      const each = await run(ks.map((n) => ['EXISTS', `b:${n}`]));
-      each.forEach((c, k) => c === 0 && missing.add(ks[k]!));
-    }
-  }
-  return missing;
+  });
 }
 
 // ------------------------------------------------------------------------------------ one run

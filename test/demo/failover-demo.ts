@@ -22,6 +22,7 @@ import { SentinelPool, StandalonePool, type FailoverEvent } from '../../src/inde
 import type { NodeAddress } from '../../src/types.js';
 import { sendCommand } from '../support/mini-client.js';
 import { decodeReply, encodeCommand } from '../support/resp-wire.js';
+import { findMissing } from '../support/missing-keys.js';
 import { startSentinel, type SentinelTopology } from '../support/topology.js';
 import { lineChart, type Marker } from './svg.js';
 
@@ -221,30 +222,14 @@ function longestGap(from: number, to: number): { ms: number; start: number } {
 async function missingOn(master: NodeAddress): Promise<Set<number>> {
   const check = await StandalonePool.create(master);
   try {
-    const missing = new Set<number>();
-    const GROUP = 1000;
-    const PER_PIPELINE = 50;
-    const groups: number[][] = [];
-    for (let i = 0; i < ackN.length; i += GROUP) groups.push(ackN.slice(i, i + GROUP));
-    const exec = async (cmds: string[][]): Promise<number[]> => {
+    return await findMissing(ackN, 'demo:', async (cmds) => {
       const p = check.pipeline();
       for (const c of cmds) p.call(c[0]!, ...c.slice(1));
-      return (await p.exec())!.map((r) => {
+      return (await p.exec()).map((r) => {
         if (r instanceof Error) throw r;
         return Number(r);
       });
-    };
-    for (let g = 0; g < groups.length; g += PER_PIPELINE) {
-      const batch = groups.slice(g, g + PER_PIPELINE);
-      const counts = await exec(batch.map((keys) => ['EXISTS', ...keys.map((n) => `demo:${n}`)]));
-      for (let j = 0; j < batch.length; j++) {
-        const keys = batch[j]!;
-        if (counts[j] === keys.length) continue;
-        const each = await exec(keys.map((n) => ['EXISTS', `demo:${n}`]));
-        each.forEach((c, k) => c === 0 && missing.add(keys[k]!));
-      }
-    }
-    return missing;
+    });
   } finally {
     await check.close();
   }
