@@ -1,4 +1,4 @@
-import { isReadOnlyCommand } from '../commands/readonly.js';
+import { isReadOnly } from '../commands/command-table.js';
 import { ConnectionError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { Connection } from '../connection/connection.js';
@@ -11,7 +11,7 @@ import { runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseH
  * ones only when read-only or marked idempotent (they may have executed).
  */
 export function mayRetry(err: unknown, args: readonly Arg[], call: ResolvedCall): boolean {
-  if (err instanceof UncertainWriteError) return call.idempotent || isReadOnlyCommand(String(args[0]));
+  if (err instanceof UncertainWriteError) return call.idempotent || isReadOnly(String(args[0]));
   if (err instanceof ConnectionError) return !(err.name === 'AuthenticationError');
   return false;
 }

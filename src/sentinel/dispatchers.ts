@@ -1,5 +1,5 @@
 import type { Connection } from '../connection/connection.js';
-import { isReadOnlyCommand } from '../commands/readonly.js';
+import { isReadOnly } from '../commands/command-table.js';
 import { ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { remaining, type ResolvedCall } from '../pool/call-options.js';
 import { LaneDispatcher, mayRetry, nothingWritten, withinDeadline } from '../pool/lane-dispatcher.js';
@@ -50,7 +50,7 @@ export class MasterDispatcher extends LaneDispatcher {
    */
   private held(args: readonly Arg[]): boolean {
     if (this.gate.isOpen) return false;
-    return !(this.pool.internals.isFenced() && isReadOnlyCommand(String(args[0])));
+    return !(this.pool.internals.isFenced() && isReadOnly(String(args[0])));
   }
 
   private onFailure(err: unknown, conn: Connection): void {
