@@ -44,7 +44,10 @@ export function parseAddress(input: Address, what: string): ParsedAddress {
     return out;
   }
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(input) ?? /^([^:]+):(\d+)$/.exec(input);
-  if (!m) throw new TypeError(`${what} must look like 'host:port' (got '${input}').`);
+  if (!m) {
+    const hint = input.includes('@') ? "; to pass credentials use a redis:// URL (redis://user:pass@host:port) or the username and password options" : '';
+    throw new TypeError(`${what} must look like 'host:port' or a redis:// URL (got '${redactAddress(input)}')${hint}.`);
+  }
   const port = Number(m[2]);
   checkPort(port, `${what} port`);
   return { host: m[1]!, port };
@@ -59,4 +62,12 @@ function checkPort(port: unknown, what: string): void {
 /** Strips everything but host and port (what events and errors may show). */
 export function nodeAddress(a: NodeAddress): NodeAddress {
   return { host: a.host, port: a.port };
+}
+
+/**
+ * Removes `user:password@` from an address or URL given by a user, so a message about a bad
+ * address never repeats a secret.
+ */
+export function redactAddress(input: string): string {
+  return input.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^@/\s]*@/i, (_m, scheme: string | undefined) => `${scheme ?? ''}[redacted]@`);
 }

@@ -9,6 +9,7 @@ export type { CallOptions } from './pool/call-options.js';
 export type { PoolOptions } from './pool/options.js';
 export type { NodePoolStats } from './pool/node-pool.js';
 export type { ConnectionOptions } from './connection/options.js';
+export type { CredentialsProvider, Credentials, CredentialContext, CredentialRole } from './connection/credentials.js';
 export type { Commands, SetOptions, ScanOptions } from './commands/helpers.js';
 export type { Address, Arg, NodeAddress, Reply } from './types.js';
 export {

@@ -86,6 +86,11 @@ export class StandalonePool extends BasePool<PoolEvents> {
     return { ...this.node.stats(), closed: this.closed };
   }
 
+  reauthenticate(): Promise<void> {
+    this.ensureOpen();
+    return this.node.reauthenticate();
+  }
+
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.closed = true;

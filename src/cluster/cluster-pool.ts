@@ -1,6 +1,6 @@
 import { BUILTIN_TABLE_VERSION, CommandRegistry } from '../commands/command-table.js';
 import { HELPERS, type ScanOptions } from '../commands/helpers.js';
-import type { NodePool, NodePoolStats } from '../pool/node-pool.js';
+import { settleAll, type NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { BasePool, resolveCall, type PoolEvents } from '../pool/surface.js';
 import type { Address, NodeAddress } from '../types.js';
 import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
@@ -217,6 +217,11 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   }
 
   /** Stops refreshes, lets in-flight commands finish (bounded by `closeTimeout`), closes every node pool. */
+  reauthenticate(): Promise<void> {
+    this.ensureOpen();
+    return settleAll(this.topology.allPools().map((p) => p.reauthenticate()));
+  }
+
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.closed = true;

@@ -101,7 +101,7 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
   checkBoolean('loadCommandTable', o.loadCommandTable);
   // Credentials and TLS may come from the first seed URL; a cluster has only database 0.
   const fromUrl = parsed.find((p) => p.username !== undefined || p.password !== undefined || p.tls !== undefined) ?? {};
-  const data = resolveConnectionOptions(o, { ...fromUrl, db: undefined });
+  const data = resolveConnectionOptions(o, { ...fromUrl, db: undefined }, '', 'node');
   if (data.db !== 0 || parsed.some((p) => p.db !== undefined && p.db !== 0)) throw new TypeError('Option db must be 0: Redis Cluster has only database 0.');
   const common = resolveCommon(o);
   const refreshTimeout = o.refreshTimeout ?? 2000;

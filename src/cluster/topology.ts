@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { Connection } from '../connection/connection.js';
-import { ConnectionError, PoolClosedError, RedisError } from '../errors.js';
+import { AuthenticationError, ConnectionError, PoolClosedError, RedisError } from '../errors.js';
 import { NodePool } from '../pool/node-pool.js';
 import { formatAddress, type NodeAddress, type Reply } from '../types.js';
 import type { ResolvedClusterOptions } from './options.js';
@@ -185,7 +185,10 @@ export class Topology {
     const map = await this.fetchBest(this.o.seeds, errors);
     if (!map) {
       const agg = new AggregateError(errors, 'every seed failed');
-      throw new ConnectionError(
+      // Wrong credentials are the user's to fix: say so with the class every mode uses.
+      const auth = errors.find((e) => e instanceof AuthenticationError);
+      const Err = auth ? AuthenticationError : ConnectionError;
+      throw new Err(
         `Could not load the cluster slot map from any seed (${this.o.seeds.map(formatAddress).join(', ')}): ` + errors.map((e) => e.message).join('; '),
         { cause: agg },
       );
@@ -351,7 +354,8 @@ export class Topology {
           const reply = await conn.send(['CLUSTER', 'SHARDS']);
           return slotMapFromShards(reply, address, { natMap: this.o.natMap, preferTlsPort: this.o.data.tls !== undefined });
         } catch (err) {
-          if (!(err instanceof RedisError) || !/unknown subcommand|unknown command/i.test(err.message)) throw err;
+          // Before Redis 7 it is unknown; an ACL user may be denied it (-cluster|shards): CLUSTER SLOTS serves both.
+          if (!(err instanceof RedisError) || !(err.code === 'NOPERM' || /unknown subcommand|unknown command/i.test(err.message))) throw err;
           this.shardsUnsupported = true;
         }
       }

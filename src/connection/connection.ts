@@ -1,5 +1,6 @@
 import net from 'node:net';
 import tls from 'node:tls';
+import { inspect } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
 import {
   AuthenticationError, ConnectionError, PoolClosedError, ProtocolError, RedisError, TimeoutError, UncertainWriteError,
@@ -8,7 +9,9 @@ import { encodeCommand } from '../resp/encoder.js';
 import { RespDecoder, type DecodedValue } from '../resp/decoder.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import { Fifo } from './queue.js';
+import type { Credentials } from './credentials.js';
 import type { ResolvedConnectionOptions } from './options.js';
+import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
 
 /** Per-command options understood by a connection. */
 export interface SendOptions {
@@ -96,6 +99,9 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   private subscribed = false;
   private retiredBy: Error | undefined;
   private readonly usable = new AbortController();
+  private secured = false;
+  /** Set by the owner: the re-authentication round its credentials come from. */
+  authEpoch = 0;
 
   private constructor(address: NodeAddress, opts: ResolvedConnectionOptions, socket: net.Socket) {
     super();
@@ -114,7 +120,13 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       this.lastActivity = Date.now();
       this.decoder.feed(chunk);
     });
-    socket.on('error', (err) => this.destroy(new ConnectionError(`Connection to ${this.label} failed: ${err.message}`, { cause: err, address })));
+    socket.on('error', (err) => {
+      const hint = opts.tls ? tlsHint(err) : undefined;
+      this.destroy(new ConnectionError(
+        hint ? `The TLS connection to ${this.label} failed: ${clause(err.message)}; ${hint}.` : `Connection to ${this.label} failed: ${err.message}`,
+        { cause: err, address },
+      ));
+    });
     socket.on('close', () => this.destroy(new ConnectionError(`Connection to ${this.label} was closed by the server or the network`, { address })));
   }
 
@@ -124,6 +136,10 @@ export class Connection extends EventEmitter<ConnectionEvents> {
    */
   static async connect(address: NodeAddress, opts: ResolvedConnectionOptions, extraHandshake: Arg[][] = [], verify = false, signal?: AbortSignal): Promise<Connection> {
     const label = formatAddress(address);
+    const connectDeadline = opts.connectTimeout > 0 ? Date.now() + opts.connectTimeout : 0;
+    // The provider runs while TCP and TLS connect: a token fetch costs no extra round trip.
+    const credentials = opts.auth.resolve({ address, role: opts.role }, connectDeadline);
+    credentials.catch(() => {});
     const socket = opts.tls
       ? tls.connect({ ...opts.tls, host: address.host, port: address.port, servername: opts.tls.servername ?? (net.isIP(address.host) ? undefined : address.host) })
       : net.connect({ host: address.host, port: address.port });
@@ -138,7 +154,12 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     const deadline = opts.connectTimeout > 0
       ? new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
-            const err = new TimeoutError(`Connecting to ${label} took longer than connectTimeout (${opts.connectTimeout} ms).`, { address });
+            const err = opts.tls && !conn.secured
+              ? new TimeoutError(
+                  `The TLS handshake with ${label} got no answer within connectTimeout (${opts.connectTimeout} ms). Does this port speak TLS? A plain-TCP Redis waits silently for a line the TLS greeting does not contain; use its tls-port.`,
+                  { address },
+                )
+              : new TimeoutError(`Connecting to ${label} took longer than connectTimeout (${opts.connectTimeout} ms).`, { address });
             conn.destroy(err);
             reject(err);
           }, opts.connectTimeout);
@@ -148,10 +169,13 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       const work = (async () => {
         await new Promise<void>((resolve, reject) => {
           if (conn.isClosed) return reject(conn.closedError);
-          socket.once(opts.tls ? 'secureConnect' : 'connect', () => resolve());
+          socket.once(opts.tls ? 'secureConnect' : 'connect', () => {
+            conn.secured = true;
+            resolve();
+          });
           conn.once('close', (e) => reject(e));
         });
-        await conn.handshake(extraHandshake, verify);
+        await conn.handshake(await credentials, extraHandshake, verify);
       })();
       await (deadline ? Promise.race([work, deadline]) : work);
       conn.isReady = true;
@@ -165,16 +189,16 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     }
   }
 
-  private async handshake(extra: Arg[][], verify: boolean): Promise<void> {
+  private async handshake(creds: Credentials | null, extra: Arg[][], verify: boolean): Promise<void> {
     const o = this.opts;
     const steps: Array<{ args: Arg[]; what: string }> = [];
     if (o.protocol === 3) {
       const hello: Arg[] = ['HELLO', '3'];
-      if (o.password !== undefined) hello.push('AUTH', o.username ?? 'default', o.password);
+      if (creds) hello.push('AUTH', creds.username ?? 'default', creds.password);
       if (o.clientName) hello.push('SETNAME', o.clientName);
       steps.push({ args: hello, what: 'HELLO 3' });
     } else {
-      if (o.password !== undefined) steps.push({ args: o.username ? ['AUTH', o.username, o.password] : ['AUTH', o.password], what: 'AUTH' });
+      if (creds) steps.push({ args: authArgs(creds), what: 'AUTH' });
       if (o.clientName) steps.push({ args: ['CLIENT', 'SETNAME', o.clientName], what: 'CLIENT SETNAME' });
     }
     if (o.db) steps.push({ args: ['SELECT', o.db], what: `SELECT ${o.db}` });
@@ -187,13 +211,20 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     for (let i = 0; i < steps.length; i++) {
       const r = results[i];
       if (!(r instanceof Error)) continue;
-      // Bytes that are not RESP surface as the protocol error itself, the clearest diagnosis.
-      if (!(r instanceof RedisError)) throw this.closedError instanceof ProtocolError ? this.closedError : r;
       const step = steps[i]!;
-      const user = o.username ?? 'default';
+      if (!(r instanceof RedisError)) {
+        // Bytes that are not RESP surface as the protocol error itself, the clearest diagnosis.
+        if (this.closedError instanceof ProtocolError || this.closedError instanceof TimeoutError) throw this.closedError;
+        // A handshake command is ours, not the user's: a connection lost here is a failed
+        // connect (a TLS alert such as "certificate required" arrives only after our first
+        // write under TLS 1.3), never an uncertain write.
+        const root = (this.closedError?.cause as Error | undefined) ?? this.closedError ?? r;
+        throw new ConnectionError(handshakeClosedMessage(this.label, step.what, root, o.tls !== undefined), { cause: root, address: this.address });
+      }
+      const user = creds?.username ?? 'default';
       // Any other error reply to PING still proves a RESP server answered.
       if (step.what === 'PING' && r.code !== 'NOAUTH') continue;
-      if (r.code === 'NOAUTH' && o.password === undefined) {
+      if (r.code === 'NOAUTH' && creds === null) {
         throw new AuthenticationError(
           `${this.label} requires authentication (${clause(r.message)}) and no password was given; set the password option (and username for an ACL user).`,
           { cause: r, address: this.address },
@@ -210,6 +241,40 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       }
       throw new ConnectionError(`Handshake with ${this.label} failed at ${step.what}: ${r.message}`, { cause: r, address: this.address });
     }
+  }
+
+  /**
+   * Sends AUTH with `creds` on this live connection (pipelined after what it already carries,
+   * so no command is interrupted). A refusal rejects with `AuthenticationError` and leaves the
+   * connection authenticated as before. A RESP2 connection in subscribed mode cannot take AUTH
+   * (Redis refuses it there): its owner replaces it instead.
+   */
+  async reauthenticate(creds: Credentials | null, deadline = 0): Promise<void> {
+    if (creds === null || this.isClosed) return;
+    if (this.subscribed && this.opts.protocol === 2) {
+      throw new ConnectionError(`${this.label}: a RESP2 subscriber connection cannot be re-authenticated in place; reconnect it.`, { address: this.address });
+    }
+    try {
+      await this.send(authArgs(creds), deadline > 0 ? { deadline } : { timeout: this.opts.connectTimeout });
+    } catch (err) {
+      if (err instanceof RedisError) {
+        throw new AuthenticationError(
+          `Re-authentication of user "${creds.username ?? 'default'}" at ${this.label} failed: ${clause(err.message)}. The connection keeps its former authentication.`,
+          { cause: err, address: this.address },
+        );
+      }
+      throw err;
+    }
+  }
+
+  /** True while the connection is in RESP2 subscribed mode (only (P|S)SUBSCRIBE, PING … allowed). */
+  get subscribedResp2(): boolean {
+    return this.subscribed && this.opts.protocol === 2;
+  }
+
+  /** A summary without buffers, queued command bytes (an AUTH carries a password) or socket internals. */
+  [inspect.custom](): string {
+    return `Connection { id: ${this.id}, address: '${this.label}', ready: ${this.ready}, pending: ${this.pending}${this.opts.tls ? ', tls: true' : ''} }`;
   }
 
   /** An already-closed connection (see NodePool.create): it never opens a socket. */
@@ -505,6 +570,10 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     }
     this.destroy(undefined);
   }
+}
+
+function authArgs(creds: Credentials): Arg[] {
+  return creds.username ? ['AUTH', creds.username, creds.password] : ['AUTH', creds.password];
 }
 
 /** Surfaces a user callback's exception as an uncaught error, outside the decoder. */

@@ -1,19 +1,35 @@
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import { checkNumber, checkObject, checkOneOf, checkString } from '../options.js';
+import { checkNumber, checkOneOf, checkString } from '../options.js';
+import { Auth, redactableTls, type CredentialRole, type CredentialsProvider } from './credentials.js';
 
 /** How one connection reaches and greets a node. Every timeout is in milliseconds. */
 export interface ConnectionOptions {
   /** ACL user name (Redis 6+). */
   username?: string;
-  /** Password for AUTH / HELLO AUTH. Never included in errors, events or logs. */
+  /** Password for AUTH / HELLO AUTH. Never included in errors, events, stats, logs or `util.inspect`. */
   password?: string;
+  /**
+   * Credentials fetched for every new connection (and by `reauthenticate()`), instead of a
+   * static `username`/`password`: for rotating passwords and short-lived tokens. Called with
+   * the node's address and role; return `{ username?, password }`, or `null` for no AUTH.
+   * A provider that throws, or answers later than `credentialsTimeout`, fails that connection
+   * with `AuthenticationError` (its error as `cause`).
+   */
+  credentials?: CredentialsProvider;
+  /** Longest one `credentials` call may take (and never beyond `connectTimeout`). Default 5000. */
+  credentialsTimeout?: number;
   /** Database index selected after connecting (standalone and Sentinel only). Default 0. */
   db?: number;
   /** Sent with CLIENT SETNAME (or HELLO SETNAME) so the connection shows in CLIENT LIST. */
   clientName?: string;
   /** 2 (default) for RESP2 with AUTH/SELECT/CLIENT SETNAME, 3 for `HELLO 3`. */
   protocol?: 2 | 3;
-  /** `true` or Node TLS options to connect over TLS. */
+  /**
+   * `true` or Node's `tls.connect` options to connect over TLS (`ca`, `cert`, `key` are PEM
+   * contents, not file paths). The certificate is verified and the host name checked by
+   * default (`servername` is the host, unless it is an IP address, which must then be in
+   * the certificate's IP SANs). A `rediss://` URL turns TLS on.
+   */
   tls?: boolean | TlsConnectionOptions;
   /** Time allowed for TCP/TLS connect plus the handshake. Default 5000. */
   connectTimeout?: number;
@@ -26,9 +42,11 @@ export interface ConnectionOptions {
 }
 
 /** Connection options with every default applied. */
-export interface ResolvedConnectionOptions extends Required<Omit<ConnectionOptions, 'username' | 'password' | 'clientName' | 'tls'>> {
-  username: string | undefined;
-  password: string | undefined;
+export interface ResolvedConnectionOptions extends Required<Omit<ConnectionOptions, 'username' | 'password' | 'credentials' | 'credentialsTimeout' | 'clientName' | 'tls'>> {
+  /** Where AUTH credentials come from; the secret itself is never enumerable. */
+  auth: Auth;
+  /** What the credentials provider is told this connection is for. */
+  role: CredentialRole;
   clientName: string | undefined;
   tls: TlsConnectionOptions | undefined;
 }
@@ -40,11 +58,12 @@ export const CONNECTION_DEFAULTS = {
   commandTimeout: 5000,
   socketTimeout: 10000,
   maxReplyBytes: 512 * 1024 * 1024,
+  credentialsTimeout: 5000,
 };
 
 
 /** Option names that belong to the connection (shared by every mode). */
-export const CONNECTION_OPTION_NAMES = ['username', 'password', 'db', 'clientName', 'protocol', 'tls', 'connectTimeout', 'commandTimeout', 'socketTimeout', 'maxReplyBytes'] as const;
+export const CONNECTION_OPTION_NAMES = ['username', 'password', 'credentials', 'credentialsTimeout', 'db', 'clientName', 'protocol', 'tls', 'connectTimeout', 'commandTimeout', 'socketTimeout', 'maxReplyBytes'] as const;
 
 /**
  * Validates connection options (TypeError naming the option) and applies defaults.
@@ -54,27 +73,35 @@ export function resolveConnectionOptions(
   o: ConnectionOptions,
   fromUrl: { username?: string; password?: string; db?: number; tls?: boolean } = {},
   prefix = '',
+  role: CredentialRole = 'master',
 ): ResolvedConnectionOptions {
   const n = (k: string) => prefix + k;
   checkString(n('username'), o.username);
   checkString(n('password'), o.password, true);
+  if (o.credentials !== undefined && typeof o.credentials !== 'function') throw new TypeError(`Option ${n('credentials')} must be a function ({ address, role }) => Promise<{ username?, password } | null> (got ${typeof o.credentials}).`);
+  if (o.credentials !== undefined && (o.password !== undefined || o.username !== undefined || fromUrl.password !== undefined || fromUrl.username !== undefined)) {
+    throw new TypeError(`Option ${n('credentials')} cannot be combined with ${n('username')}/${n('password')} (or credentials in the URL): the provider supplies both.`);
+  }
+  checkNumber(n('credentialsTimeout'), o.credentialsTimeout, { min: 1, max: MAX_TIMER });
   checkNumber(n('db'), o.db, { max: 1_000_000 });
   checkString(n('clientName'), o.clientName);
   if (o.clientName !== undefined && /\s/.test(o.clientName)) throw new TypeError(`Option ${n('clientName')} must not contain spaces.`);
   checkOneOf(n('protocol'), o.protocol, [2, 3]);
-  if (o.tls !== undefined && typeof o.tls !== 'boolean') checkObject(n('tls'), o.tls);
-  checkNumber(n('connectTimeout'), o.connectTimeout);
-  checkNumber(n('commandTimeout'), o.commandTimeout);
-  checkNumber(n('socketTimeout'), o.socketTimeout);
+  checkTlsOptions(n('tls'), o.tls);
+  checkNumber(n('connectTimeout'), o.connectTimeout, { max: MAX_TIMER });
+  checkNumber(n('commandTimeout'), o.commandTimeout, { max: MAX_TIMER });
+  checkNumber(n('socketTimeout'), o.socketTimeout, { max: MAX_TIMER });
   checkNumber(n('maxReplyBytes'), o.maxReplyBytes, { min: 1024 });
   const tlsOpt = o.tls ?? fromUrl.tls;
   return {
-    username: o.username ?? fromUrl.username,
-    password: o.password ?? fromUrl.password,
+    auth: o.credentials
+      ? Auth.from(o.credentials, o.credentialsTimeout ?? CONNECTION_DEFAULTS.credentialsTimeout)
+      : Auth.of(o.username ?? fromUrl.username, o.password ?? fromUrl.password),
+    role,
     db: o.db ?? fromUrl.db ?? CONNECTION_DEFAULTS.db,
     clientName: o.clientName,
     protocol: o.protocol ?? CONNECTION_DEFAULTS.protocol,
-    tls: tlsOpt === true ? {} : tlsOpt === false ? undefined : tlsOpt,
+    tls: resolveTls(tlsOpt),
     connectTimeout: o.connectTimeout ?? CONNECTION_DEFAULTS.connectTimeout,
     commandTimeout: o.commandTimeout ?? CONNECTION_DEFAULTS.commandTimeout,
     socketTimeout: o.socketTimeout ?? CONNECTION_DEFAULTS.socketTimeout,
@@ -82,3 +109,39 @@ export function resolveConnectionOptions(
   };
 }
 
+
+/** Node's timers fire at once for delays above 2^31-1 ms. */
+export const MAX_TIMER = 2 ** 31 - 1;
+
+/** `true` -> `{}`, `false`/undefined -> no TLS, options -> a copy that prints without key material. */
+export function resolveTls(tls: boolean | TlsConnectionOptions | undefined): TlsConnectionOptions | undefined {
+  if (tls === undefined || tls === false) return undefined;
+  return redactableTls(tls === true ? {} : tls);
+}
+
+const PEM_OPTIONS = ['ca', 'cert', 'key', 'pfx', 'crl'] as const;
+
+/**
+ * Checks the TLS options this library reads or that users most often get wrong: PEM material
+ * must be contents (string or Buffer, or arrays of them), not anything else.
+ */
+export function checkTlsOptions(name: string, tls: unknown): void {
+  if (tls === undefined || typeof tls === 'boolean') return;
+  if (typeof tls !== 'object' || tls === null || Array.isArray(tls)) throw new TypeError(`Option ${name} must be true, false or an object of Node tls.connect options (got ${Array.isArray(tls) ? 'an array' : typeof tls}).`);
+  const t = tls as Record<string, unknown>;
+  const pem = (v: unknown) => typeof v === 'string' || Buffer.isBuffer(v) || v instanceof Uint8Array;
+  for (const k of PEM_OPTIONS) {
+    const v = t[k];
+    if (v === undefined) continue;
+    const ok = pem(v) || (Array.isArray(v) && v.every((x) => pem(x) || (k === 'key' || k === 'pfx') && typeof x === 'object' && x !== null));
+    if (!ok) throw new TypeError(`Option ${name}.${k} must be PEM contents (a string or Buffer, or an array of them), not ${typeof v}; read files yourself, e.g. fs.readFileSync(path).`);
+  }
+  for (const k of ['servername', 'passphrase', 'minVersion', 'maxVersion', 'ciphers', 'ecdhCurve'] as const) {
+    if (t[k] !== undefined && typeof t[k] !== 'string') throw new TypeError(`Option ${name}.${k} must be a string (got ${typeof t[k]}).`);
+  }
+  if (t['rejectUnauthorized'] !== undefined && typeof t['rejectUnauthorized'] !== 'boolean') throw new TypeError(`Option ${name}.rejectUnauthorized must be a boolean (got ${typeof t['rejectUnauthorized']}).`);
+  if (t['checkServerIdentity'] !== undefined && typeof t['checkServerIdentity'] !== 'function') throw new TypeError(`Option ${name}.checkServerIdentity must be a function (got ${typeof t['checkServerIdentity']}).`);
+  for (const k of ['host', 'port', 'path', 'socket']) {
+    if (t[k] !== undefined) throw new TypeError(`Option ${name}.${k} is not used: the pool connects to each node's own address; remove it (use natMap to rewrite addresses).`);
+  }
+}

@@ -1,8 +1,9 @@
+import { inspect } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
 import genericPool from 'generic-pool';
 import { Connection } from '../connection/connection.js';
 import type { ResolvedConnectionOptions } from '../connection/options.js';
-import { ConnectionError, PoolClosedError, TimeoutError } from '../errors.js';
+import { AuthenticationError, ConnectionError, PoolClosedError, TimeoutError } from '../errors.js';
 import { formatAddress, type Arg, type NodeAddress } from '../types.js';
 import { backoffDelay, sleep } from './backoff.js';
 import type { ResolvedPoolOptions } from './options.js';
@@ -56,6 +57,8 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   private lastCreateError: Error | undefined;
   private closed = false;
   private readonly closing = new AbortController();
+  /** Bumped by every reauthenticate(): a connection of an older epoch logs in again before reuse. */
+  private authEpoch = 0;
 
   constructor(
     target: NodeAddress,
@@ -135,6 +138,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
         if (gen !== this.gen) continue;
       }
       const target = this.current;
+      const epoch = this.authEpoch;
       let conn: Connection;
       try {
         conn = await Connection.connect(target, this.connOpts, this.hooks.handshake, true, this.closing.signal);
@@ -152,6 +156,10 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       }
       this.failures = 0;
       conn.generation = gen;
+      conn.authEpoch = epoch;
+      // Its credentials were fetched before a reauthenticate() that ran meanwhile: AUTH goes out
+      // now, ahead of any command, since nobody holds the connection yet.
+      if (epoch < this.authEpoch) void this.refreshAuth(conn).catch((e: Error) => conn.destroy(e));
       this.all.add(conn);
       conn.once('close', (error) => {
         this.all.delete(conn);
@@ -247,14 +255,66 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     return conn;
   }
 
-  /** Returns a borrowed connection; a broken, dirty or old-generation one is destroyed instead. */
+  /**
+   * Returns a borrowed connection; a broken, dirty or old-generation one is destroyed instead.
+   * One lent out during a reauthenticate() logs in again first: never in the middle of the
+   * user's commands (perhaps a MULTI), always before the next borrower's.
+   */
   release(conn: Connection): void {
     if (!this.borrowed.delete(conn)) return;
     if (!conn.ready || conn.dirty || conn.pending > 0 || conn.generation !== this.gen || this.closed) {
       conn.destroy();
       void this.pool.destroy(conn).catch(() => {});
+    } else if (conn.authEpoch < this.authEpoch) {
+      this.refreshAuth(conn).then(
+        () => void this.pool.release(conn).catch(() => {}),
+        (e: Error) => {
+          conn.destroy(e);
+          void this.pool.destroy(conn).catch(() => {});
+        },
+      );
     } else {
       void this.pool.release(conn).catch(() => {});
+    }
+  }
+
+  /**
+   * Sends AUTH with freshly fetched credentials on every live connection that nobody holds
+   * (lanes and idle exclusive ones); borrowed ones follow when they come back, connections
+   * being opened right now as soon as they are. The provider is asked once for this node.
+   * Rejects with the first refusal (`AuthenticationError`); connections that closed meanwhile
+   * need nothing (their successors fetch credentials themselves).
+   */
+  async reauthenticate(): Promise<void> {
+    if (this.closed || !this.connOpts.auth.dynamic) return;
+    const epoch = ++this.authEpoch;
+    const deadline = this.connOpts.connectTimeout > 0 ? Date.now() + this.connOpts.connectTimeout : 0;
+    const creds = await this.connOpts.auth.resolve({ address: this.current, role: this.connOpts.role }, deadline);
+    const sends: Promise<void>[] = [];
+    // No await between the check and send(): a connection lent out meanwhile is not touched.
+    for (const conn of this.all) {
+      if (this.borrowed.has(conn) || !conn.ready || conn.authEpoch >= epoch) continue;
+      sends.push(this.sendAuth(conn, creds, epoch, deadline));
+    }
+    const results = await Promise.allSettled(sends);
+    const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected' && r.reason instanceof AuthenticationError);
+    if (refused) throw refused.reason;
+  }
+
+  private async refreshAuth(conn: Connection): Promise<void> {
+    const epoch = this.authEpoch;
+    const deadline = this.connOpts.connectTimeout > 0 ? Date.now() + this.connOpts.connectTimeout : 0;
+    const creds = await this.connOpts.auth.resolve({ address: conn.address, role: this.connOpts.role }, deadline);
+    await this.sendAuth(conn, creds, epoch, deadline);
+  }
+
+  private async sendAuth(conn: Connection, creds: Awaited<ReturnType<typeof this.connOpts.auth.resolve>>, epoch: number, deadline: number): Promise<void> {
+    try {
+      await conn.reauthenticate(creds, deadline);
+      if (conn.authEpoch < epoch) conn.authEpoch = epoch;
+    } catch (err) {
+      if (!conn.isOpen && !(err instanceof AuthenticationError)) return;
+      throw err;
     }
   }
 
@@ -308,6 +368,11 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     else void conn.close(this.connOpts.commandTimeout || this.connOpts.socketTimeout || 5000);
   }
 
+  /** A summary for `util.inspect` / `console.log`: no options, no connection internals. */
+  [inspect.custom](): string {
+    return `NodePool { target: '${formatAddress(this.current)}', generation: ${this.gen}, connections: ${this.all.size}, borrowed: ${this.borrowed.size}${this.closed ? ', closed' : ''} }`;
+  }
+
   /** Counts for `stats()`. */
   stats(): NodePoolStats {
     let connected = 0;
@@ -356,4 +421,11 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     for (const s of this.lanes) s.conn = undefined;
     await this.pool.clear().catch(() => {});
   }
+}
+
+/** Waits for every step (none is abandoned half-way), then rejects with the first failure. */
+export async function settleAll(steps: Promise<unknown>[]): Promise<void> {
+  const results = await Promise.allSettled(steps);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }

@@ -1,3 +1,4 @@
+import { inspect, type InspectOptions } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
 import type { Connection, SendOptions } from '../connection/connection.js';
 import { blockingSeconds, commandKind, isSubscribeCommand } from '../commands/blocking.js';
@@ -474,6 +475,26 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
 
   /** Stops new work, lets in-flight commands finish (bounded by `closeTimeout`), then closes every connection and timer. */
   abstract close(): Promise<void>;
+
+  /** A snapshot of connections, queues and counters; never holds credentials. */
+  abstract stats(): object;
+
+  /**
+   * Asks the `credentials` provider again and sends `AUTH` with what it returns on every live
+   * connection (lanes, idle exclusive connections, sentinel connections), without dropping
+   * them or interrupting a command: call it when a rotated password or a renewed token must
+   * take effect before the old one expires. A connection lent out through `use()` (perhaps in
+   * the middle of a MULTI) logs in again when it comes back; connections opened from now on
+   * fetch fresh credentials themselves. Rejects with `AuthenticationError` when a server
+   * refuses the new credentials (those connections keep their former login). With static
+   * `password`/`username` there is nothing new to send: it resolves at once.
+   */
+  abstract reauthenticate(): Promise<void>;
+
+  /** What `console.log(pool)` shows: the mode and `stats()`, never options or credentials. */
+  [inspect.custom](_depth: number, options: InspectOptions): string {
+    return `${this.constructor.name} ${inspect(this.stats(), { ...options, depth: 2 })}`;
+  }
 
   /** Same as {@link close}, for `await using pool = …`. */
   [Symbol.asyncDispose](): Promise<void> {

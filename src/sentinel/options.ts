@@ -1,5 +1,6 @@
 import { parseAddress } from '../address.js';
-import { CONNECTION_OPTION_NAMES, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
+import { Auth } from '../connection/credentials.js';
+import { checkTlsOptions, CONNECTION_OPTION_NAMES, resolveConnectionOptions, resolveTls, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
 import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf, checkString } from '../options.js';
 import type { BackoffOptions } from '../pool/backoff.js';
 import type { ResolvedPoolOptions } from '../pool/options.js';
@@ -14,7 +15,11 @@ export type NatMap = Record<string, Address> | ((address: NodeAddress) => NodeAd
 export interface SentinelOptions extends ConnectionOptions, CommonOptions {
   /** 'master' (default) serves the master; 'replica' serves reads from healthy replicas. */
   role?: 'master' | 'replica';
-  /** ACL user for the sentinels (separate from the data nodes' `username`). */
+  /**
+   * ACL user for the sentinels (separate from the data nodes' `username`). When neither this
+   * nor `sentinelPassword` is given but `credentials` is, the provider is asked with role
+   * `'sentinel'` (return `null` for sentinels without a password).
+   */
   sentinelUsername?: string;
   /** Password for the sentinels (separate from the data nodes' `password`). */
   sentinelPassword?: string;
@@ -102,7 +107,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   checkOneOf('role', o.role, ['master', 'replica']);
   checkString('sentinelUsername', o.sentinelUsername);
   checkString('sentinelPassword', o.sentinelPassword, true);
-  if (o.sentinelTls !== undefined && typeof o.sentinelTls !== 'boolean') checkObject('sentinelTls', o.sentinelTls);
+  checkTlsOptions('sentinelTls', o.sentinelTls);
   checkNumber('sentinelTimeout', o.sentinelTimeout, { min: 1 });
   checkObject('resubscribe', o.resubscribe);
   checkKnown('resubscribe', o.resubscribe, ['initialDelay', 'maxDelay']);
@@ -122,7 +127,10 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   }
   const sentinelTimeout = o.sentinelTimeout ?? 500;
   const common = resolveCommon(o);
-  const sentinelTls = o.sentinelTls === true ? {} : o.sentinelTls === false ? undefined : o.sentinelTls;
+  const sentinelTls = resolveTls(o.sentinelTls);
+  const staticSentinelAuth = o.sentinelUsername !== undefined || o.sentinelPassword !== undefined;
+  // A provider (if any) serves the sentinels too unless they have static credentials of their own.
+  const sentinelAuth = !staticSentinelAuth && data.auth.dynamic ? data.auth : Auth.of(o.sentinelUsername, o.sentinelPassword);
   return {
     masterName,
     sentinels: list,
@@ -130,7 +138,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     data,
     probe: { ...data, connectTimeout: sentinelTimeout, commandTimeout: sentinelTimeout, clientName: undefined },
     sentinel: {
-      username: o.sentinelUsername, password: o.sentinelPassword, db: 0, clientName: undefined, protocol: 2, tls: sentinelTls,
+      auth: sentinelAuth, role: 'sentinel', db: 0, clientName: undefined, protocol: 2, tls: sentinelTls,
       connectTimeout: sentinelTimeout, commandTimeout: sentinelTimeout, socketTimeout: 0, maxReplyBytes: data.maxReplyBytes,
     },
     pool: common.pool,

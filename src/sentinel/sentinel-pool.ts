@@ -1,6 +1,6 @@
 import { AuthenticationError, ConnectionError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
-import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
+import { NodePool, settleAll, type NodePoolStats } from '../pool/node-pool.js';
 import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
@@ -96,7 +96,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   }
 
   private makeNode(address: NodeAddress, isMaster: boolean): NodePool {
-    const node = new NodePool(address, this.o.data, this.o.pool, {
+    const node = new NodePool(address, isMaster ? this.o.data : { ...this.o.data, role: 'replica' }, this.o.pool, {
       onConnectionLost: isMaster ? () => this.requestRefresh('reconnect', true) : () => this.refreshReplicas(),
     });
     node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
@@ -432,6 +432,15 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       replicas: this.replicaPools.map((p) => ({ ...p.target })),
       closed: this.closed,
     };
+  }
+
+  reauthenticate(): Promise<void> {
+    this.ensureOpen();
+    return settleAll([
+      this.node.reauthenticate(),
+      ...this.replicaPools.map((p) => p.reauthenticate()),
+      ...[...this.watchers.values()].map((w) => w.reauthenticate()),
+    ]);
   }
 
   close(): Promise<void> {

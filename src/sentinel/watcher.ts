@@ -57,24 +57,24 @@ export class SentinelWatcher {
         if (this.polling) {
           await this.poll();
         } else {
-          const conn = await Connection.connect(this.address, this.conn0);
+          let conn = await this.subscriber();
           if (this.stopped) {
             conn.destroy();
             break;
           }
           this.conn = conn;
-          const closed = new Promise<Error | undefined>((r) => conn.once('close', r));
-          conn.on('push', (v: Reply[]) => {
-            if (v[0] === 'message') this.hooks.onMessage(String(v[1]), String(v[2]), this.address);
-          });
-          // Subscribed connections take no command timeout: they wait for messages forever.
-          await conn.send(['SUBSCRIBE', ...SENTINEL_CHANNELS], { timeout: this.conn0.commandTimeout });
           this.connected = true;
           this.wasUp = true;
           this.hooks.onUp(this.address, everUp || this.attempts > 0);
           everUp = true;
           this.attempts = 0;
-          lost = await closed;
+          for (;;) {
+            const current = conn;
+            lost = await new Promise<Error | undefined>((r) => (current.isOpen ? current.once('close', r) : r(current.closeReason)));
+            // reauthenticate() replaced it with a subscriber that logged in afresh: keep listening there.
+            if (this.conn === current || this.conn === undefined || !this.conn.isOpen || this.stopped) break;
+            conn = this.conn;
+          }
           this.connected = false;
           this.conn = undefined;
           if (this.stopped) break;
@@ -133,6 +133,45 @@ export class SentinelWatcher {
       conn.destroy();
       this.conn = undefined;
     }
+  }
+
+  /** A connection subscribed to the failover channels (connect, HELLO/AUTH, SUBSCRIBE). */
+  private async subscriber(): Promise<Connection> {
+    const conn = await Connection.connect(this.address, this.conn0);
+    try {
+      conn.on('push', (v: Reply[]) => {
+        if (v[0] === 'message') this.hooks.onMessage(String(v[1]), String(v[2]), this.address);
+      });
+      // Subscribed connections take no command timeout: they wait for messages forever.
+      await conn.send(['SUBSCRIBE', ...SENTINEL_CHANNELS], { timeout: this.conn0.commandTimeout });
+      return conn;
+    } catch (err) {
+      conn.destroy();
+      throw err;
+    }
+  }
+
+  /**
+   * Logs the live connection in with fresh credentials. A polling connection takes AUTH in
+   * place; a RESP2 subscriber cannot (Redis refuses AUTH there), so a new subscriber logs in
+   * and subscribes first, and only then is the old one closed: no moment without a listener.
+   */
+  async reauthenticate(): Promise<void> {
+    const old = this.conn;
+    // Static credentials have nothing new; with none open, the next connect asks the provider itself.
+    if (!this.conn0.auth.dynamic || this.stopped || old === undefined || !old.isOpen) return;
+    if (!old.subscribedResp2) {
+      const deadline = Date.now() + this.conn0.connectTimeout;
+      await old.reauthenticate(await this.conn0.auth.resolve({ address: this.address, role: 'sentinel' }, deadline), deadline);
+      return;
+    }
+    const next = await this.subscriber();
+    if (this.stopped || this.conn !== old) {
+      next.destroy();
+      return;
+    }
+    this.conn = next;
+    old.destroy();
   }
 
   /** Stops the loop and closes its connection. */

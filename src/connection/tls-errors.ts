@@ -1,0 +1,47 @@
+/**
+ * What a TLS failure means and what the user can do about it: a pure function of Node's error,
+ * so every mode words it the same way and a table of codes tests it.
+ */
+
+/** Certificate verification failures: the server's certificate is not trusted. */
+const UNTRUSTED = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_SIGNATURE_FAILURE', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'INVALID_CA',
+]);
+
+/**
+ * A hint for a TLS error, or undefined when the error is not one of TLS (a refused TCP
+ * connection, a reset after the handshake).
+ */
+export function tlsHint(err: unknown): string | undefined {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  const message = typeof e?.message === 'string' ? e.message : '';
+  if (UNTRUSTED.has(code)) return "the server's certificate is not signed by a CA this process trusts: pass the CA certificate (PEM contents) as tls.ca";
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return "the server's certificate does not name the host connected to: connect by a name (or IP) its subjectAltName lists, or set tls.servername";
+  if (code === 'CERT_HAS_EXPIRED') return "the server's certificate has expired: renew it on the server";
+  if (code === 'CERT_NOT_YET_VALID') return "the server's certificate is not valid yet: check the clocks of client and server";
+  if (/CERTIFICATE_REQUIRED|certificate required/i.test(code + ' ' + message)) {
+    return 'the server requires a client certificate (tls-auth-clients): pass tls.cert and tls.key';
+  }
+  if (/ALERT_BAD_CERTIFICATE|ALERT_UNKNOWN_CA|ALERT_CERTIFICATE_UNKNOWN|bad certificate|unknown ca/i.test(code + ' ' + message)) {
+    return 'the server refused our client certificate: check tls.cert and tls.key against the CA the server trusts (tls-ca-cert-file)';
+  }
+  if (/WRONG_VERSION_NUMBER|wrong version number|packet length too long|unknown protocol/i.test(code + ' ' + message)) {
+    return 'the server did not answer in TLS: does this port speak TLS (tls-port), or is it a plain TCP port?';
+  }
+  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || /SSL routines|TLS/.test(message)) return 'the TLS handshake failed';
+  return undefined;
+}
+
+/** The message of a connection that closed while the handshake ran. */
+export function handshakeClosedMessage(label: string, step: string, cause: unknown, tls: boolean): string {
+  const hint = tlsHint(cause);
+  const why = (cause as { message?: unknown } | undefined)?.message;
+  const detail = typeof why === 'string' && why ? `: ${why.replace(/\.$/, '')}` : '';
+  if (hint) return `The TLS handshake with ${label} failed${detail}; ${hint}.`;
+  if (!tls) {
+    return `${label} closed the connection during the handshake (${step})${detail}. If this port expects TLS (tls-port), set the tls option or use a rediss:// URL.`;
+  }
+  return `${label} closed the connection during the handshake (${step})${detail}. Check the server's log (a TLS handshake error, a client certificate it requires, maxclients).`;
+}
