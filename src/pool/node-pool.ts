@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { inspect } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
 import genericPool from 'generic-pool';
@@ -68,6 +69,8 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   ) {
     super();
     this.current = { host: target.host, port: target.port };
+    // Every connect in flight listens for close(): a busy pool has many at once.
+    setMaxListeners(0, this.closing.signal);
     this.lanes = Array.from({ length: poolOpts.lanes }, () => ({ conn: undefined, connecting: undefined }));
     this.pool = genericPool.createPool<Connection>(
       {
