@@ -209,8 +209,10 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     // One write for the whole handshake; the first failure is the one reported.
     const results = await Promise.all(steps.map((s) => this.send(s.args, { timeout: 0 }).then((v) => v, (e: Error) => e)));
     for (let i = 0; i < steps.length; i++) {
-      const r = results[i];
+      let r = results[i];
       if (!(r instanceof Error)) continue;
+      // Old servers echo an unknown command's arguments ("HELLO 3 AUTH user <password>").
+      if (creds && r instanceof RedisError) r = scrubSecret(r, creds.password);
       const step = steps[i]!;
       if (!(r instanceof RedisError)) {
         // Bytes that are not RESP surface as the protocol error itself, the clearest diagnosis.
@@ -258,9 +260,10 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       await this.send(authArgs(creds), deadline > 0 ? { deadline } : { timeout: this.opts.connectTimeout });
     } catch (err) {
       if (err instanceof RedisError) {
+        const refusal = scrubSecret(err, creds.password);
         throw new AuthenticationError(
-          `Re-authentication of user "${creds.username ?? 'default'}" at ${this.label} failed: ${clause(err.message)}. The connection keeps its former authentication.`,
-          { cause: err, address: this.address },
+          `Re-authentication of user "${creds.username ?? 'default'}" at ${this.label} failed: ${clause(refusal.message)}. The connection keeps its former authentication.`,
+          { cause: refusal, address: this.address },
         );
       }
       throw err;
@@ -570,6 +573,12 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     }
     this.destroy(undefined);
   }
+}
+
+/** The same server error without `secret` in its message (a reply that echoed our AUTH arguments). */
+function scrubSecret(err: RedisError, secret: string): RedisError {
+  if (secret === '' || !err.message.includes(secret)) return err;
+  return new RedisError(err.message.split(secret).join('[redacted]'), { address: err.address });
 }
 
 function authArgs(creds: Credentials): Arg[] {

@@ -244,11 +244,19 @@ async function up(composeFile: string, env: Record<string, string>, specs: Servi
   }
 }
 
+/** TLS topologies need the test certificates inside the containers; compose/ does not mount them (yet). */
+function rejectTls(tls: unknown): void {
+  if (tls !== undefined) {
+    throw new Error('REDIS_TOPOLOGY=containers does not support TLS topologies (the tls option): compose/*.yml mounts no certificates. Unset REDIS_TOPOLOGY to run them as local processes.');
+  }
+}
+
 function extraConf(config: Record<string, string> | undefined, acl: readonly string[] | undefined): string {
   return [...Object.entries(config ?? {}).map(([k, v]) => `${k} ${v}`), ...(acl ?? [])].join('\n');
 }
 
 export async function startStandaloneContainers(options: StandaloneOptions): Promise<StandaloneTopology> {
+  rejectTls(options.tls);
   const port = await freePort();
   const password = defaultUserPassword(options.acl, options.password);
   const env = await up(
@@ -267,6 +275,7 @@ export async function startStandaloneContainers(options: StandaloneOptions): Pro
 }
 
 export async function startSentinelContainers(options: SentinelOptions): Promise<SentinelTopology> {
+  rejectTls(options.tls);
   const o = { ...SENTINEL_DEFAULTS, ...stripUndefined(options) };
   if (o.replicas !== 2 || o.sentinels !== 3) {
     throw new Error('REDIS_TOPOLOGY=containers: compose/sentinel.yml has exactly 2 replicas and 3 sentinels');
@@ -319,6 +328,7 @@ export async function startSentinelContainers(options: SentinelOptions): Promise
 }
 
 export async function startClusterContainers(options: ClusterOptions): Promise<ClusterTopology> {
+  rejectTls(options.tls);
   const o = { ...CLUSTER_DEFAULTS, ...stripUndefined(options) };
   if (o.masters !== 3 || o.replicasPerMaster !== 1) {
     throw new Error('REDIS_TOPOLOGY=containers: compose/cluster.yml has exactly 3 masters with 1 replica each');
@@ -332,7 +342,7 @@ export async function startClusterContainers(options: ClusterOptions): Promise<C
     {
       ...Object.fromEntries(ports.map((p, i) => [`CLUSTER_PORT_${i + 1}`, String(p)])),
       CLUSTER_NODE_TIMEOUT: String(o.nodeTimeoutMs),
-      REDIS_EXTRA_CONF: extraConf(o.config, undefined),
+      REDIS_EXTRA_CONF: extraConf(o.config, o.acl),
     },
     specs,
   );

@@ -6,6 +6,7 @@
  * used to test itself.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import type { NodeAddress } from '../../src/types.js';
 import { decodeReply, encodeCommand, ReplyError, type RespValue } from './resp-wire.js';
 
@@ -15,6 +16,37 @@ export interface MiniClientOptions {
   username?: string | undefined;
   /** Whole-exchange deadline (connect + replies). Default 1000 ms. */
   timeoutMs?: number;
+  /**
+   * Node TLS options to connect over TLS, or `false` for plain TCP. Default: the options
+   * registered for this address with `registerTlsAddress` (the harness registers every node
+   * of a TLS topology), else plain TCP.
+   */
+  tls?: tls.ConnectionOptions | false | undefined;
+}
+
+// ------------------------------------------------------------------ TLS addresses
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
+const tlsKey = (a: NodeAddress): string => `${LOOPBACK.has(a.host) ? '127.0.0.1' : a.host}:${a.port}`;
+const tlsAddresses = new Map<string, tls.ConnectionOptions>();
+
+/**
+ * Makes every harness query to `address` (mini-client, and so the readiness checks and the
+ * helpers in `sentinel-helpers.ts`) use TLS with these options. The harness calls it for each
+ * node of a TLS topology and `unregisterTlsAddress` when the topology stops. Ports are never
+ * handed out twice in one process (`ports.ts`), so an entry cannot outlive its node's meaning.
+ */
+export function registerTlsAddress(address: NodeAddress, options: tls.ConnectionOptions): void {
+  tlsAddresses.set(tlsKey(address), options);
+}
+
+export function unregisterTlsAddress(address: NodeAddress): void {
+  tlsAddresses.delete(tlsKey(address));
+}
+
+/** The TLS options registered for `address`, if it is a node of a TLS topology. */
+export function registeredTls(address: NodeAddress): tls.ConnectionOptions | undefined {
+  return tlsAddresses.get(tlsKey(address));
 }
 
 /**
@@ -33,8 +65,11 @@ export function sendCommands(
     auth.push(options.username ? ['AUTH', options.username, options.password] : ['AUTH', options.password]);
   }
   const all = [...auth, ...commands];
+  const tlsOptions = options.tls === false ? undefined : (options.tls ?? registeredTls(address));
   return new Promise<RespValue[]>((resolve, reject) => {
-    const socket = net.connect({ host: address.host, port: address.port });
+    const socket = tlsOptions
+      ? tls.connect({ ...tlsOptions, host: address.host, port: address.port })
+      : net.connect({ host: address.host, port: address.port });
     let buf = Buffer.alloc(0);
     const replies: RespValue[] = [];
     let done = false;
@@ -56,7 +91,7 @@ export function sendCommands(
       timeoutMs,
     );
     socket.setNoDelay(true);
-    socket.on('connect', () => socket.write(Buffer.concat(all.map((c) => encodeCommand(c)))));
+    socket.on(tlsOptions ? 'secureConnect' : 'connect', () => socket.write(Buffer.concat(all.map((c) => encodeCommand(c)))));
     socket.on('data', (chunk) => {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
       let pos = 0;

@@ -5,6 +5,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { NodeAddress } from '../../src/types.js';
 import { sendCommand, sendCommands } from './mini-client.js';
 import type { RedisBinaries } from './redis-binaries.js';
@@ -26,6 +27,16 @@ export interface ProcessNodeInit {
   /** Password of the default user, for `cli()` and the harness's own queries. */
   password: string | undefined;
   binaries: RedisBinaries;
+  /** The node listens on TLS only: how the harness's own client and redis-cli reach it. */
+  tls?: HarnessTls | undefined;
+}
+
+/** How the harness itself (mini-client, redis-cli) talks to a TLS-only node. */
+export interface HarnessTls {
+  /** Node TLS options for the mini-client. */
+  client: TlsConnectionOptions;
+  /** redis-cli arguments: `--tls --cacert … --cert … --key …` (and `--insecure` for a deliberately bad certificate). */
+  cliArgs: readonly string[];
 }
 
 /** Renders `directive value` lines; values are passed through verbatim. */
@@ -54,6 +65,8 @@ export class ProcessNode implements HarnessNode {
   readonly logFile: string;
   readonly stdoutFile: string;
   readonly password: string | undefined;
+  /** Set when the node listens on TLS only. */
+  readonly tls: HarnessTls | undefined;
   private readonly binaries: RedisBinaries;
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
@@ -68,6 +81,7 @@ export class ProcessNode implements HarnessNode {
     this.address = { host: this.host, port: this.port };
     this.dir = init.dir;
     this.password = init.password;
+    this.tls = init.tls;
     this.binaries = init.binaries;
     this.configFile = path.join(this.dir, `${this.kind}.conf`);
     this.logFile = path.join(this.dir, `${this.kind}.log`);
@@ -162,19 +176,19 @@ export class ProcessNode implements HarnessNode {
 
   /** A RESP command through the harness's own client (authenticated as default). */
   query(args: readonly (string | number)[], timeoutMs = 1000) {
-    return sendCommand(this.address, args, { password: this.password, timeoutMs });
+    return sendCommand(this.address, args, { password: this.password, timeoutMs, tls: this.tls?.client ?? false });
   }
 
   /** Pipelined commands; error replies come back as `ReplyError` values. */
   queryAll(commands: readonly (readonly (string | number)[])[], timeoutMs = 1000) {
-    return sendCommands(this.address, commands, { password: this.password, timeoutMs });
+    return sendCommands(this.address, commands, { password: this.password, timeoutMs, tls: this.tls?.client ?? false });
   }
 
   cli(...args: string[]): Promise<string> {
     const env = { ...process.env };
     delete env.REDISCLI_AUTH;
     if (this.password !== undefined) env.REDISCLI_AUTH = this.password;
-    const argv = ['-h', this.host, '-p', String(this.port), '-e', ...args];
+    const argv = ['-h', this.host, '-p', String(this.port), ...(this.tls?.cliArgs ?? []), '-e', ...args];
     return new Promise((resolve, reject) => {
       execFile(this.binaries.redisCli, argv, { env, timeout: 60_000, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
         if (err) {

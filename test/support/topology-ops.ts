@@ -180,9 +180,10 @@ export function makeStandaloneTopology(
   server: HarnessNode,
   password: string | undefined,
   stop: () => Promise<void>,
+  tls = false,
 ): StandaloneTopology {
   const auth = password !== undefined ? `:${encodeURIComponent(password)}@` : '';
-  return { server, address: server.address, url: `redis://${auth}${server.host}:${server.port}`, stop };
+  return { server, address: server.address, url: `${tls ? 'rediss' : 'redis'}://${auth}${server.host}:${server.port}`, stop };
 }
 
 // ---------------------------------------------------------------- sentinel

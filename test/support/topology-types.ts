@@ -4,8 +4,29 @@
  * without importing each other.
  */
 import type { NodeAddress } from '../../src/types.js';
+import type { TestCerts } from './tls-certs.js';
 
 export type { NodeAddress };
+
+/**
+ * Makes every node of a topology TLS-only: `port 0`, `tls-port <port>` (the node's `port`
+ * is then its TLS port), the server certificate, the CA, `tls-replication yes` (replicas and
+ * sentinels talk TLS to the nodes) and, for a cluster, `tls-cluster yes` (the bus too).
+ * The harness's own checks and `cli()` go over TLS as well, with the client certificate.
+ */
+export interface TopologyTls {
+  /** From `makeTestCerts()`. */
+  certs: TestCerts;
+  /** `tls-auth-clients yes` (mutual TLS: clients must present a certificate the CA signed). Default false. */
+  authClients?: boolean;
+  /**
+   * The certificate every node presents. Default 'good' (`IP:127.0.0.1, DNS:localhost`).
+   * 'expired' and 'wrong-host' are for testing client verification against a standalone
+   * server (nodes verify each other's certificate against the CA, so an expired one breaks
+   * replication).
+   */
+  serverCert?: 'good' | 'expired' | 'wrong-host';
+}
 
 export interface ServerHandle {
   readonly host: string;
@@ -49,12 +70,14 @@ export interface StandaloneOptions {
   acl?: string[];
   /** Extra redis.conf directives. */
   config?: Record<string, string>;
+  /** TLS-only server (see `TopologyTls`). */
+  tls?: TopologyTls;
 }
 
 export interface StandaloneTopology {
   server: ServerHandle;
   address: NodeAddress;
-  /** `redis://[:password@]127.0.0.1:<port>` */
+  /** `redis://[:password@]127.0.0.1:<port>` (`rediss://` for a TLS server) */
   url: string;
   stop(): Promise<void>;
 }
@@ -76,6 +99,8 @@ export interface SentinelOptions {
   sentinelAcl?: string[];
   /** requirepass + masterauth on the data nodes, `sentinel auth-pass` on the sentinels. */
   masterPassword?: string;
+  /** Data nodes and sentinels TLS-only (see `TopologyTls`); sentinels reach the nodes and each other over TLS. */
+  tls?: TopologyTls;
 }
 
 export interface SentinelTopology {
@@ -108,6 +133,10 @@ export interface ClusterOptions {
   config?: Record<string, string>;
   /** `cluster-node-timeout`, default 2000. */
   nodeTimeoutMs?: number;
+  /** Extra ACL lines for every node, like `user app on >pw ~* &* +@all -cluster|shards`. */
+  acl?: string[];
+  /** Every node TLS-only with `tls-cluster yes` (see `TopologyTls`). */
+  tls?: TopologyTls;
 }
 
 export interface ClusterTopology {

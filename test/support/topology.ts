@@ -8,6 +8,10 @@
  * a process-wide reaper SIGKILLs any still alive when the test process exits
  * or gets SIGINT/SIGTERM.
  *
+ * With `tls: { certs }` (certificates from `makeTestCerts()`) every node is
+ * TLS-only (`port 0`, `tls-port`, `tls-replication yes`, `tls-cluster yes` for a
+ * cluster); the harness's own checks, `cli()` and the mini-client then use TLS too.
+ *
  * With `REDIS_TOPOLOGY=containers` (and a reachable Docker engine) the same
  * functions bring the topologies up from `compose/*.yml` with testcontainers
  * instead; see `container-backend.ts` and `compose/README.md`.
@@ -18,8 +22,9 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
+import { registerTlsAddress, unregisterTlsAddress } from './mini-client.js';
 import { freeClusterPort, freePort } from './ports.js';
-import { confQuote, PortInUseError, ProcessNode, renderConfig } from './process-node.js';
+import { confQuote, PortInUseError, ProcessNode, renderConfig, type HarnessTls } from './process-node.js';
 import { trackDir, untrackDir } from './reaper.js';
 import { redisBinaries, type RedisBinaries } from './redis-binaries.js';
 import {
@@ -43,6 +48,7 @@ import type {
   SentinelTopology,
   StandaloneOptions,
   StandaloneTopology,
+  TopologyTls,
 } from './topology-types.js';
 
 export type {
@@ -54,8 +60,10 @@ export type {
   ServerHandle,
   StandaloneOptions,
   StandaloneTopology,
+  TopologyTls,
 } from './topology-types.js';
 export { freePort } from './ports.js';
+export { makeTestCerts, type CertFiles, type TestCerts } from './tls-certs.js';
 export { waitFor } from './wait.js';
 
 /** 'process' (default) or 'containers' (REDIS_TOPOLOGY=containers). */
@@ -77,11 +85,12 @@ export async function startStandalone(options: StandaloneOptions = {}): Promise<
     try {
       const password = defaultUserPassword(options.acl, options.password);
       const server = group.add('server', await freePort(), password, (dir, port) =>
-        dataNodeConfig({ port, dir, password: options.password, acl: options.acl, extra: options.config }),
+        dataNodeConfig({ port, dir, password: options.password, acl: options.acl, extra: options.config, tls: options.tls }),
+        options.tls,
       );
       server.spawn();
       await server.waitReady();
-      return makeStandaloneTopology(server, password, () => group.stop());
+      return makeStandaloneTopology(server, password, () => group.stop(), options.tls !== undefined);
     } catch (err) {
       await group.stop();
       throw err;
@@ -99,9 +108,9 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
       const [masterPort, ...replicaPorts] = await Promise.all(Array.from({ length: o.replicas + 1 }, () => freePort()));
       const sentinelPorts = await Promise.all(Array.from({ length: o.sentinels }, () => freePort()));
       const dataConfig = (replicaOf: number | undefined) => (dir: string, port: number) =>
-        dataNodeConfig({ port, dir, password: o.masterPassword, replicaOf });
-      const master = group.add('server', masterPort!, o.masterPassword, dataConfig(undefined));
-      const replicas = replicaPorts.map((p) => group.add('server', p, o.masterPassword, dataConfig(masterPort)));
+        dataNodeConfig({ port, dir, password: o.masterPassword, replicaOf, tls: o.tls });
+      const master = group.add('server', masterPort!, o.masterPassword, dataConfig(undefined), o.tls);
+      const replicas = replicaPorts.map((p) => group.add('server', p, o.masterPassword, dataConfig(masterPort), o.tls));
       // Pre-assigned sentinel ids let every sentinel list the others (and the
       // replicas) as known from the start, instead of discovering them through
       // hello messages (2 s rounds) and master INFO (10 s rounds).
@@ -123,7 +132,9 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
             otherSentinels: sentinelPorts.map((p, j) => ({ port: p, id: ids[j]! })).filter((_, j) => j !== i),
             acl: o.sentinelAcl,
             sentinelPassword,
+            tls: o.tls,
           }),
+          o.tls,
         ),
       );
       const dataNodes = [master, ...replicas];
@@ -164,6 +175,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           dataNodeConfig({
             port,
             dir,
+            acl: o.acl,
+            tls: o.tls,
+            cluster: true,
             extra: {
               'cluster-enabled': 'yes',
               'cluster-config-file': confQuote(path.join(dir, 'nodes.conf')),
@@ -172,6 +186,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
               ...o.config,
             },
           }),
+          o.tls,
         ),
       );
       for (const n of nodes) n.spawn();
@@ -179,6 +194,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       await withLogs(
         nodes,
         runCli(bins, password, [
+          ...(o.tls ? harnessTls(o.tls).cliArgs : []),
           '--cluster', 'create', ...nodes.map((n) => `${n.host}:${n.port}`),
           '--cluster-replicas', String(o.replicasPerMaster), '--cluster-yes',
         ]),
@@ -201,11 +217,16 @@ interface DataNodeConfig {
   replicaOf?: number | undefined;
   acl?: readonly string[] | undefined;
   extra?: Record<string, string> | undefined;
+  /** TLS-only: `port 0` and `tls-port <port>`. */
+  tls?: TopologyTls | undefined;
+  /** A cluster node: with `tls`, the cluster bus uses TLS too. */
+  cluster?: boolean;
 }
 
 function dataNodeConfig(c: DataNodeConfig): string {
   const lines: (readonly [string, string] | string)[] = [
-    ['port', String(c.port)],
+    ...portLines(c.port, c.tls),
+    ...(c.tls && c.cluster ? [['tls-cluster', 'yes'] as const] : []),
     ['bind', '127.0.0.1'],
     ['daemonize', 'no'],
     ['dir', confQuote(c.dir)],
@@ -239,12 +260,14 @@ interface SentinelConfig {
   acl?: readonly string[] | undefined;
   /** The sentinels' own default-user password (from `acl`): the others need it to talk to each other. */
   sentinelPassword?: string | undefined;
+  /** TLS-only sentinel, talking TLS to the data nodes and the other sentinels (`tls-replication yes`). */
+  tls?: TopologyTls | undefined;
 }
 
 function sentinelConfig(c: SentinelConfig): string {
   const m = c.masterName;
   const lines: (readonly [string, string] | string)[] = [
-    ['port', String(c.port)],
+    ...portLines(c.port, c.tls),
     ['bind', '127.0.0.1'],
     ['daemonize', 'no'],
     ['dir', confQuote(c.dir)],
@@ -265,6 +288,59 @@ function sentinelConfig(c: SentinelConfig): string {
   return renderConfig(lines);
 }
 
+/** The certificate the nodes present for `serverCert`. */
+function serverCertOf(t: TopologyTls) {
+  switch (t.serverCert ?? 'good') {
+    case 'good': return t.certs.server;
+    case 'expired': return t.certs.expired;
+    case 'wrong-host': return t.certs.wrongHost;
+    default: throw new Error(`tls.serverCert must be 'good', 'expired' or 'wrong-host' (got ${String(t.serverCert)})`);
+  }
+}
+
+/**
+ * `port <port>`, or for a TLS-only node `port 0` plus `tls-port <port>`, its certificate,
+ * the CA, `tls-auth-clients` and `tls-replication yes`: the node's outgoing links (replica to
+ * master, sentinel to nodes and to other sentinels) use TLS too and present the same
+ * certificate as their client certificate.
+ */
+function portLines(port: number, t: TopologyTls | undefined): (readonly [string, string])[] {
+  if (!t) return [['port', String(port)]];
+  const cert = serverCertOf(t);
+  return [
+    ['port', '0'],
+    ['tls-port', String(port)],
+    ['tls-cert-file', confQuote(cert.certFile)],
+    ['tls-key-file', confQuote(cert.keyFile)],
+    ['tls-ca-cert-file', confQuote(t.certs.ca.certFile)],
+    ['tls-auth-clients', t.authClients ? 'yes' : 'no'],
+    ['tls-replication', 'yes'],
+  ];
+}
+
+/**
+ * How the harness reaches a TLS-only node: trusting the CA and presenting the client
+ * certificate (works with and without `tls-auth-clients`). The harness checks nothing about
+ * the server's name (it connects to 127.0.0.1 whatever the certificate says) and, for a
+ * deliberately expired certificate, not the chain either: verification is the library's test.
+ */
+function harnessTls(t: TopologyTls): HarnessTls {
+  const verify = (t.serverCert ?? 'good') !== 'expired';
+  return {
+    client: {
+      ca: t.certs.ca.cert,
+      cert: t.certs.client.cert,
+      key: t.certs.client.key,
+      rejectUnauthorized: verify,
+      checkServerIdentity: () => undefined,
+    },
+    cliArgs: [
+      '--tls', '--cacert', t.certs.ca.certFile, '--cert', t.certs.client.certFile, '--key', t.certs.client.keyFile,
+      ...(verify ? [] : ['--insecure']),
+    ],
+  };
+}
+
 const DIR_PREFIX = 'redis-ha-pool-';
 const OWNER_FILE = 'owner.pid';
 let swept = false;
@@ -279,7 +355,7 @@ function sweepStaleDirs(): void {
   swept = true;
   const tmp = os.tmpdir();
   for (const name of readdirSync(tmp)) {
-    if (!/^redis-ha-pool-(standalone|sentinel|cluster)-/.test(name)) continue;
+    if (!/^redis-ha-pool-(standalone|sentinel|cluster|certs)-/.test(name)) continue;
     const dir = path.join(tmp, name);
     try {
       const owner = Number(readFileSync(path.join(dir, OWNER_FILE), 'utf8'));
@@ -321,10 +397,14 @@ class ProcessGroup {
     port: number,
     password: string | undefined,
     config: (dir: string, port: number) => string,
+    tls?: TopologyTls,
   ): ProcessNode {
     const dir = path.join(this.root, `${kind}-${port}`);
     mkdirSync(dir);
-    const node = new ProcessNode({ kind, port, dir, config: config(dir, port), password, binaries: this.binaries });
+    const harness = tls ? harnessTls(tls) : undefined;
+    const node = new ProcessNode({ kind, port, dir, config: config(dir, port), password, binaries: this.binaries, tls: harness });
+    // Every harness query to this address (sentinel-helpers included) goes over TLS.
+    if (harness) registerTlsAddress(node.address, harness.client);
     this.nodes.push(node);
     return node;
   }
@@ -332,6 +412,7 @@ class ProcessGroup {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       await Promise.all(this.nodes.map((n) => n.kill('SIGKILL')));
+      for (const n of this.nodes) if (n.tls) unregisterTlsAddress(n.address);
       if (process.env.REDIS_TOPOLOGY_KEEP_DIR) {
         process.stderr.write(`[redis-topology] keeping ${this.root}\n`);
       } else {

@@ -165,6 +165,19 @@ describe('endpoint rules', () => {
     expect(slotMapFromShards(reply, asked, { preferTlsPort: true }).masters()[0]!.port).toBe(17000);
   });
 
+  it('uses tls-port for a TLS-only node (port 0: Redis 7.0 then reports tls-port and no port)', () => {
+    // The node shape a real 7.0.15 cluster with `port 0`, `tls-port`, `tls-cluster yes` sends.
+    const reply = [shard([0, 16383], [
+      shardNode({ id: 'a', 'tls-port': 17000, ip: '127.0.0.1', endpoint: '127.0.0.1', role: 'master', 'replication-offset': 0, health: 'online' }),
+      shardNode({ id: 'b', 'tls-port': 17001, ip: '127.0.0.1', endpoint: '127.0.0.1', role: 'replica', 'replication-offset': 0, health: 'loading' }),
+    ])];
+    for (const options of [{ preferTlsPort: true }, {}]) {
+      const map = slotMapFromShards(reply, asked, options);
+      expect(map.shardForSlot(0)!.master.key).toBe('127.0.0.1:17000');
+      expect(map.shardForSlot(0)!.replicas.map((r) => r.key)).toEqual(['127.0.0.1:17001']);
+    }
+  });
+
   it('maps health strings', () => {
     const health = (h: string) =>
       slotMapFromShards([shard([0, 1], [shardNode({ port: 7000, endpoint: 'h', role: 'master', health: h })])], asked).masters()[0]!.health;
