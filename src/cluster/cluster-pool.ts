@@ -1,4 +1,5 @@
 import { BUILTIN_TABLE_VERSION, CommandRegistry } from '../commands/command-table.js';
+import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { HELPERS, type ScanOptions } from '../commands/helpers.js';
 import { settleAll, type NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { BasePool, resolveCall, type PoolEvents } from '../pool/surface.js';
@@ -130,12 +131,29 @@ export class ClusterPool extends BasePool<ClusterEvents> {
     const pool = new ClusterPool(o);
     try {
       await pool.topology.start();
+      await pool.checkHandshake();
       if (o.loadCommandTable) await pool.loadCommands();
     } catch (err) {
       await pool.close();
       throw err;
     }
     return pool;
+  }
+
+  /**
+   * Opens a data connection to one master: the slot map came over probe connections, which
+   * skip CLIENT SETNAME and READONLY, so a user denied those (NOPERM) or refused credentials
+   * must fail create() now rather than every command later. A node that is merely unreachable
+   * does not: the pool routes around it as usual.
+   */
+  private async checkHandshake(): Promise<void> {
+    const master = this.topology.map.masters({ withSlots: true })[0];
+    if (!master) return;
+    try {
+      await this.topology.pool(master).lane();
+    } catch (err) {
+      if (err instanceof AuthenticationError || (err instanceof ConnectionError && err.cause instanceof RedisError)) throw err;
+    }
   }
 
   /** Reads COMMAND from one master; keeps the built-in table when it is denied or fails. */
@@ -146,7 +164,9 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       const reply = await this.dispatcher.sendTo(master, ['COMMAND'], resolveCall(this.dispatcher, { timeout: Math.max(this.o.refreshTimeout, 5000) }, undefined));
       this.registry.load(reply);
     } catch (err) {
-      this.emit('error', new Error(`COMMAND failed on ${master.key}; using the built-in command table (redis ${BUILTIN_TABLE_VERSION}): ${(err as Error).message}`, { cause: err }));
+      const e = new Error(`COMMAND failed on ${master.key}; using the built-in command table (redis ${BUILTIN_TABLE_VERSION}): ${(err as Error).message}`, { cause: err });
+      // After create() resolved, so a listener attached to the new pool hears it.
+      setImmediate(() => this.emit('error', e));
     }
   }
 

@@ -4,7 +4,7 @@ import { EventEmitter } from 'eventemitter3';
 import genericPool from 'generic-pool';
 import { Connection } from '../connection/connection.js';
 import type { ResolvedConnectionOptions } from '../connection/options.js';
-import { AuthenticationError, ConnectionError, PoolClosedError, TimeoutError } from '../errors.js';
+import { AuthenticationError, ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { formatAddress, type Arg, type NodeAddress } from '../types.js';
 import { backoffDelay, sleep } from './backoff.js';
 import type { ResolvedPoolOptions } from './options.js';
@@ -85,8 +85,10 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
           try {
             await conn.send(['PING'], { timeout: this.connOpts.connectTimeout || 1000 });
             return true;
-          } catch {
-            return false;
+          } catch (err) {
+            // An error reply (an ACL user without +ping) still proves the connection alive;
+            // treating it as dead would replace connections in a tight loop.
+            return err instanceof RedisError;
           }
         },
       },

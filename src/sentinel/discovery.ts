@@ -1,5 +1,5 @@
 import type { ResolvedConnectionOptions } from '../connection/options.js';
-import { AllSentinelsDownError, ConnectionError, MasterNotMonitoredError, RedisError } from '../errors.js';
+import { AllSentinelsDownError, AuthenticationError, ConnectionError, MasterNotMonitoredError, RedisError } from '../errors.js';
 import { formatAddress, type NodeAddress } from '../types.js';
 import { oneShot, parseMasterAddr, parseRole, parseSentinels, healthyReplicas } from './sentinel-client.js';
 
@@ -61,7 +61,12 @@ export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer>
       { cause: errors[errors.length - 1] },
     );
   }
-  throw new AllSentinelsDownError(errors, tried, ctx.masterName);
+  const down = new AllSentinelsDownError(errors, tried, ctx.masterName);
+  // Every sentinel refused our credentials: the same class as a refused data-node login.
+  if (errors.every((e) => e instanceof AuthenticationError)) {
+    throw new AuthenticationError(down.message, { cause: down, address: tried[0] });
+  }
+  throw down;
 }
 
 /** Why a sentinel's answer was not accepted. */

@@ -1,4 +1,4 @@
-import { AuthenticationError, ConnectionError } from '../errors.js';
+import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, settleAll, type NodePoolStats } from '../pool/node-pool.js';
 import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
@@ -122,8 +122,14 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         master = answer.address;
         break;
       } catch (err) {
-        // Wrong credentials will not get better by waiting.
+        // Wrong credentials or a refused ROLE (ACL) will not get better by waiting.
         if (err instanceof AuthenticationError) throw err;
+        if (err instanceof RedisError && err.code === 'NOPERM') {
+          throw new ConnectionError(
+            `The data-node user may not run ROLE on ${key(answer.address)} (${err.message}); the pool checks every master the sentinels name with ROLE: grant +role (after any -@dangerous).`,
+            { cause: err, address: answer.address },
+          );
+        }
         // A stale answer (a replica) or a master that is restarting: ask again, within discoveryTimeout.
         if (Date.now() >= deadline) {
           throw new ConnectionError(`The sentinels name ${key(answer.address)} as master of "${o.masterName}", but it could not be confirmed within discoveryTimeout (${o.discoveryTimeout} ms): ${(err as Error).message}`, { cause: err, address: answer.address });
