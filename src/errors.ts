@@ -38,6 +38,15 @@ export class UncertainWriteError extends ConnectionError {
   override name = 'UncertainWriteError';
 }
 
+/**
+ * Not sent: the node is known to be unreachable (its last connection attempt failed) and the
+ * pool was created with `offlineQueue: false`, so the call fails at once instead of waiting
+ * for the node within its deadline. `cause` is the last connection error.
+ */
+export class NodeUnreachableError extends ConnectionError {
+  override name = 'NodeUnreachableError';
+}
+
 /** The server refused the credentials (WRONGPASS, NOAUTH). The message never contains the password. */
 export class AuthenticationError extends ConnectionError {
   override name = 'AuthenticationError';
@@ -69,6 +78,21 @@ export class PoolClosedError extends Error {
   override name = 'PoolClosedError';
   constructor(message = 'The pool is closed; create a new pool to send more commands.', options?: { cause?: unknown }) {
     super(message, options);
+  }
+}
+
+/**
+ * A refusal made in bulk (a flood against a slow node rejects thousands of commands per
+ * millisecond): built without a stack trace, whose capture costs more than the rest of the
+ * refusal together. The message says which node and which limit.
+ */
+export function overloadError(message: string): QueueFullError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new QueueFullError(message);
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 }
 

@@ -13,7 +13,7 @@ export type { CredentialsProvider, Credentials, CredentialContext, CredentialRol
 export type { Commands, SetOptions, ScanOptions } from './commands/helpers.js';
 export type { Address, Arg, NodeAddress, Reply } from './types.js';
 export {
-  RedisError, ConnectionError, UncertainWriteError, AuthenticationError, TimeoutError, ProtocolError, PoolClosedError,
+  RedisError, ConnectionError, UncertainWriteError, AuthenticationError, NodeUnreachableError, TimeoutError, ProtocolError, PoolClosedError,
   QueueFullError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
   type RedirectAttempt,
 } from './errors.js';

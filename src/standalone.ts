@@ -1,32 +1,20 @@
 import { parseAddress } from './address.js';
 import { CONNECTION_OPTION_NAMES, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from './connection/options.js';
-import { checkKnown, checkNumber, checkObject } from './options.js';
+import { checkKnown, checkObject } from './options.js';
+import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from './pool/common-options.js';
 import { LaneDispatcher } from './pool/lane-dispatcher.js';
 import { NodePool, type NodePoolStats } from './pool/node-pool.js';
-import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool/options.js';
 import { BasePool, type PoolEvents } from './pool/surface.js';
 import type { Address, NodeAddress } from './types.js';
-
-/** Options of every mode besides the connection options. */
-export interface CommonOptions {
-  /** Exclusive pool and lanes. */
-  pool?: PoolOptions;
-  /** How long `close()` waits for in-flight commands and leases before destroying connections. Default 5000 ms. */
-  closeTimeout?: number;
-}
 
 /** Options of {@link StandalonePool.create}. */
 export interface StandaloneOptions extends ConnectionOptions, CommonOptions {}
 
+export type { CommonOptions } from './pool/common-options.js';
+
 /** What `stats()` reports for a standalone pool. */
 export interface StandaloneStats extends NodePoolStats {
   closed: boolean;
-}
-
-/** @internal Validates and splits the options shared by all modes. */
-export function resolveCommon(o: CommonOptions): { pool: ResolvedPoolOptions; closeTimeout: number } {
-  checkNumber('closeTimeout', o.closeTimeout);
-  return { pool: resolvePoolOptions(o.pool), closeTimeout: o.closeTimeout ?? 5000 };
 }
 
 /**
@@ -45,14 +33,14 @@ export class StandalonePool extends BasePool<PoolEvents> {
   private readonly closeTimeout: number;
   private closing: Promise<void> | undefined;
 
-  private constructor(address: NodeAddress, conn: ResolvedConnectionOptions, common: { pool: ResolvedPoolOptions; closeTimeout: number }) {
+  private constructor(address: NodeAddress, conn: ResolvedConnectionOptions, common: ResolvedCommonOptions) {
     super();
     this.closeTimeout = common.closeTimeout;
     this.node = new NodePool(address, conn, common.pool);
     this.node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
     this.node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
     this.node.on('error', (e) => this.emit('error', e));
-    this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed);
+    this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed, !common.offlineQueue);
   }
 
   /**
@@ -62,7 +50,7 @@ export class StandalonePool extends BasePool<PoolEvents> {
    */
   static async create(address: Address, options: StandaloneOptions = {}): Promise<StandalonePool> {
     checkObject('options', options);
-    checkKnown('', options, [...CONNECTION_OPTION_NAMES, 'pool', 'closeTimeout']);
+    checkKnown('', options, [...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES]);
     const parsed = parseAddress(address, 'address');
     const conn = resolveConnectionOptions(options, parsed);
     const common = resolveCommon(options);

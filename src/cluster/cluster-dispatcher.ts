@@ -1,6 +1,7 @@
 import type { CommandInfo } from '../commands/command-table.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import type { BatchResult, Dispatcher, LeaseHandle } from '../pool/surface.js';
+import { withinDeadline } from '../pool/lane-dispatcher.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import type { ClusterHost } from './cluster-host.js';
 import { runPipeline } from './cluster-pipeline.js';
@@ -10,10 +11,10 @@ import { FlightRunner } from './flight-runner.js';
 import { crossSlotError, mergeFanout, mergeSplit, type SplitPart } from './plan.js';
 import { fanoutTargets, Router, slotNotServed, type Route } from './route.js';
 import { keySlot } from './slot.js';
+import { settle } from '../pool/settle.js';
 
 export type { ClusterHost } from './cluster-host.js';
 
-const settle = (p: Promise<Reply>): Promise<Reply | Error> => p.then((v) => v, (e: Error) => e);
 
 /**
  * The cluster's {@link Dispatcher}: routes commands by slot (see {@link Router}) and runs
@@ -82,7 +83,7 @@ export class ClusterDispatcher implements Dispatcher {
    * commands: they must share one slot, else CrossSlotError before anything is sent), or to
    * any master.
    */
-  async lease(key: Arg | undefined, args?: readonly Arg[]): Promise<LeaseHandle> {
+  async lease(key: Arg | undefined, args?: readonly Arg[], deadline = 0): Promise<LeaseHandle> {
     let slot: number | undefined;
     if (key !== undefined) slot = keySlot(key);
     else if (args && args.length) {
@@ -93,14 +94,17 @@ export class ClusterDispatcher implements Dispatcher {
       if (plan.action === 'split') throw crossSlotError(r.name, plan.parts.map((p) => p.slot));
       if (r.keys.length) slot = keySlot(r.keys[0]!);
     }
+    // One deadline covers the wait for a refresh and the wait for a connection.
+    const budget = Date.now() + this.h.o.pool.acquireTimeoutMillis;
+    const until = deadline > 0 ? Math.min(deadline, budget) : budget;
     let address = this.router.masterOf(slot);
     if (!address) {
-      await this.h.topology.refreshed();
+      await withinDeadline(this.h.topology.refreshed(), { deadline: until } as ResolvedCall, () => `No node serves slot ${slot ?? 0} and the slot map refresh did not finish within the deadline; nothing was sent.`);
       address = this.router.masterOf(slot);
       if (!address) throw slotNotServed(slot ?? 0);
     }
     const pool = this.h.topology.pool(address);
-    const conn = await pool.acquire();
+    const conn = await pool.acquire(until);
     return { conn, release: () => pool.release(conn) };
   }
 }

@@ -9,8 +9,8 @@ import { sendAsking, type FlightRunner } from './flight-runner.js';
 import { Rerouted } from './map-waits.js';
 import { mergeSplit, type SplitPart } from './plan.js';
 import { slotNotServed } from './route.js';
+import { settle } from '../pool/settle.js';
 
-const settle = (p: Promise<Reply>): Promise<Reply | Error> => p.then((v) => v, (e: Error) => e);
 
 /** Where one pipeline entry's result comes from: one flight, the merge of a split entry's flights, or an error found before sending. */
 type Entry = { one: number } | { name: string; parts: SplitPart[]; first: number } | { error: Error };

@@ -1,12 +1,14 @@
 import { BUILTIN_TABLE_VERSION, CommandRegistry } from '../commands/command-table.js';
+import { Connection } from '../connection/connection.js';
 import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { HELPERS, type ScanOptions } from '../commands/helpers.js';
-import { settleAll, type NodePool, type NodePoolStats } from '../pool/node-pool.js';
+import type { NodePool, NodePoolStats } from '../pool/node-pool.js';
+import { settleAll } from '../pool/settle.js';
 import { BasePool, resolveCall, type PoolEvents } from '../pool/surface.js';
 import type { Address, NodeAddress } from '../types.js';
 import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
 import { resolveClusterOptions, type ClusterOptions, type ResolvedClusterOptions } from './options.js';
-import { Topology, type TopologyChange } from './topology.js';
+import { nodeHandshake, Topology, type TopologyChange } from './topology.js';
 
 /** Events of a {@link ClusterPool}. */
 export interface ClusterEvents extends PoolEvents {
@@ -149,8 +151,10 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   private async checkHandshake(): Promise<void> {
     const master = this.topology.map.masters({ withSlots: true })[0];
     if (!master) return;
+    // A connection of its own: a node pool that failed to connect would back off its next attempts.
     try {
-      await this.topology.pool(master).lane();
+      const conn = await Connection.connect(master, this.o.data, nodeHandshake(this.o), true);
+      conn.destroy();
     } catch (err) {
       if (err instanceof AuthenticationError || (err instanceof ConnectionError && err.cause instanceof RedisError)) throw err;
     }

@@ -40,7 +40,7 @@ export async function runTransaction(runner: FlightRunner, cmds: Arg[][], call: 
       const pool = h.topology.pool(address);
       let conn: Connection | undefined;
       try {
-        const acquiring = pool.acquire();
+        const acquiring = pool.acquire(call.deadline);
         try {
           conn = await unlessRerouted(h, acquiring, () => {
             const next = masterOf();

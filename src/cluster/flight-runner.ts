@@ -1,7 +1,7 @@
 import type { Connection, SendOptions } from '../connection/connection.js';
 import { AuthenticationError, ConnectionError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
-import { withinDeadline } from '../pool/lane-dispatcher.js';
+import { laneWithin, withinDeadline } from '../pool/lane-dispatcher.js';
 import type { NodePool } from '../pool/node-pool.js';
 import { sendOptions } from '../pool/surface.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
@@ -80,7 +80,7 @@ export class FlightRunner {
   async laneOf(pool: NodePool, call: ResolvedCall, args: readonly Arg[], rerouted?: () => boolean): Promise<Connection> {
     const target = pool.target;
     try {
-      const lane = withinDeadline(pool.lane(), call, () => `${String(args[0])} could not reach ${formatAddress(target)} within its deadline.`);
+      const lane = laneWithin(pool, call, args, !this.h.o.offlineQueue);
       return await (rerouted ? unlessRerouted(this.h, lane, rerouted) : lane);
     } catch (err) {
       // A pool closed by a refresh (node removed) while the command was routed to it: not sent.

@@ -1,17 +1,17 @@
 import { parseAddress } from '../address.js';
-import { CONNECTION_OPTION_NAMES, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
+import { CONNECTION_OPTION_NAMES, MAX_TIMER, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
 import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf } from '../options.js';
 import type { BackoffOptions } from '../pool/backoff.js';
 import type { ResolvedPoolOptions } from '../pool/options.js';
-import { resolveNatMap, type NatMap } from '../sentinel/options.js';
-import { resolveCommon, type CommonOptions } from '../standalone.js';
+import { resolveNatMap, type NatMap } from '../nat-map.js';
+import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
 import type { Address, NodeAddress } from '../types.js';
 
 /** Where read-only commands go. */
 export type ReadFrom = 'master' | 'replica' | 'prefer-replica';
 
 /** Options of {@link ClusterPool.create}. Time values are in milliseconds. */
-export interface ClusterOptions extends ConnectionOptions, CommonOptions {
+export interface ClusterOptions extends Omit<ConnectionOptions, 'db'>, CommonOptions {
   /**
    * Redirections and retries (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, connection errors) one
    * command may take before it fails with `MaxRedirectionsError`. Default 16.
@@ -61,6 +61,7 @@ export interface ResolvedClusterOptions {
   probe: ResolvedConnectionOptions;
   pool: ResolvedPoolOptions;
   closeTimeout: number;
+  offlineQueue: boolean;
   maxRedirections: number;
   minRefreshInterval: number;
   refreshInterval: number;
@@ -74,7 +75,7 @@ export interface ResolvedClusterOptions {
 }
 
 const KNOWN = [
-  ...CONNECTION_OPTION_NAMES, 'pool', 'closeTimeout', 'maxRedirections', 'refresh', 'readFrom', 'natMap', 'splitMultiKey',
+  ...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES, 'maxRedirections', 'refresh', 'readFrom', 'natMap', 'splitMultiKey',
   'retryDelayOnTryAgain', 'retryBackoff', 'refreshTimeout', 'loadCommandTable',
 ];
 
@@ -87,17 +88,17 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
   checkNumber('maxRedirections', o.maxRedirections, { min: 0, max: 1000 });
   checkObject('refresh', o.refresh);
   checkKnown('refresh', o.refresh, ['minInterval', 'interval']);
-  checkNumber('refresh.minInterval', o.refresh?.minInterval);
-  checkNumber('refresh.interval', o.refresh?.interval);
+  checkNumber('refresh.minInterval', o.refresh?.minInterval, { min: 1, max: MAX_TIMER });
+  checkNumber('refresh.interval', o.refresh?.interval, { max: MAX_TIMER });
   checkOneOf('readFrom', o.readFrom, ['master', 'replica', 'prefer-replica']);
   if (o.natMap !== undefined && typeof o.natMap !== 'function') checkObject('natMap', o.natMap);
   checkBoolean('splitMultiKey', o.splitMultiKey);
-  checkNumber('retryDelayOnTryAgain', o.retryDelayOnTryAgain);
+  checkNumber('retryDelayOnTryAgain', o.retryDelayOnTryAgain, { max: MAX_TIMER });
   checkObject('retryBackoff', o.retryBackoff);
   checkKnown('retryBackoff', o.retryBackoff, ['initialDelay', 'maxDelay']);
-  checkNumber('retryBackoff.initialDelay', o.retryBackoff?.initialDelay, { min: 1 });
-  checkNumber('retryBackoff.maxDelay', o.retryBackoff?.maxDelay, { min: 1 });
-  checkNumber('refreshTimeout', o.refreshTimeout, { min: 1 });
+  checkNumber('retryBackoff.initialDelay', o.retryBackoff?.initialDelay, { min: 1, max: MAX_TIMER });
+  checkNumber('retryBackoff.maxDelay', o.retryBackoff?.maxDelay, { min: 1, max: MAX_TIMER });
+  checkNumber('refreshTimeout', o.refreshTimeout, { min: 1, max: MAX_TIMER });
   checkBoolean('loadCommandTable', o.loadCommandTable);
   // Credentials and TLS may come from the first seed URL; a cluster has only database 0.
   const fromUrl = parsed.find((p) => p.username !== undefined || p.password !== undefined || p.tls !== undefined) ?? {};
@@ -111,6 +112,7 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
     probe: { ...data, connectTimeout: Math.min(data.connectTimeout || refreshTimeout, refreshTimeout), commandTimeout: refreshTimeout, clientName: undefined },
     pool: common.pool,
     closeTimeout: common.closeTimeout,
+    offlineQueue: common.offlineQueue,
     maxRedirections: o.maxRedirections ?? 16,
     minRefreshInterval: o.refresh?.minInterval ?? 200,
     refreshInterval: o.refresh?.interval ?? 30000,

@@ -3,10 +3,10 @@ import {
   ProtocolError,
   RedisError,
   TimeoutError,
-  UncertainWriteError,
   isNotExecuted,
   type RedirectAttempt,
 } from '../errors.js';
+import { mayResend } from '../commands/retry.js';
 import type { NodeAddress } from '../types.js';
 import { SLOT_COUNT } from './slot.js';
 
@@ -128,8 +128,7 @@ function classify(err: unknown, ctx: RedirectContext): Decision {
   if (err instanceof ConnectionError || err instanceof TimeoutError || err instanceof ProtocolError) {
     // isNotExecuted says "never written" for a plain ConnectionError or an unsent timeout;
     // the executor's own `sent` overrides it, because only it knows whether the bytes left.
-    const notWritten = isNotExecuted(err) && !ctx.sent && !(err instanceof UncertainWriteError);
-    if (notWritten || ctx.readOnly || ctx.idempotent) return { action: 'retry-elsewhere', refresh: true };
+    if (mayResend(err, ctx.sent || !isNotExecuted(err), ctx.readOnly, ctx.idempotent)) return { action: 'retry-elsewhere', refresh: true };
     return { action: 'fail', error: err, exhausted: false };
   }
   return { action: 'fail', error: err, exhausted: false };

@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { Connection } from '../connection/connection.js';
 import { AuthenticationError, ConnectionError, PoolClosedError, RedisError } from '../errors.js';
 import { NodePool } from '../pool/node-pool.js';
-import { formatAddress, type NodeAddress, type Reply } from '../types.js';
+import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { ResolvedClusterOptions } from './options.js';
 import { slotMapFromShards, slotMapFromSlots, SlotMap, type ClusterNode } from './slot-map.js';
 import { SLOT_COUNT } from './slot.js';
@@ -207,9 +207,7 @@ export class Topology {
     let p = this.pools.get(key);
     if (p && !p.isClosed) return p;
     p = new NodePool({ host: address.host, port: address.port }, this.o.data, this.o.pool, {
-      // Reads from replicas need READONLY; it is harmless on a master, so every connection gets
-      // it and a promoted replica or demoted master keeps working without a new pool.
-      handshake: this.o.readFrom === 'master' ? [] : [['READONLY']],
+      handshake: nodeHandshake(this.o),
       onConnectionLost: (error) => {
         this.hooks.onNodeError({ host: address.host, port: address.port }, error);
         this.requestRefresh();
@@ -400,6 +398,15 @@ export class Topology {
     await Promise.all([...this.pools.values()].map((p) => p.close(this.o.closeTimeout)));
     await this.running;
   }
+}
+
+/**
+ * What every data connection sends after HELLO/AUTH. Reads from replicas need READONLY; it is
+ * harmless on a master, so every connection gets it and a promoted replica or demoted master
+ * keeps working without a new pool.
+ */
+export function nodeHandshake(o: ResolvedClusterOptions): Arg[][] {
+  return o.readFrom === 'master' ? [] : [['READONLY']];
 }
 
 /** Role and health of every node, for noticing changes that move no slot. */

@@ -12,24 +12,34 @@ export function blockingSeconds(args: readonly Arg[]): number | undefined {
   const name = String(args[0]).toUpperCase();
   if (ALWAYS_BLOCKING.has(name)) {
     if (TIMEOUT_LAST.has(name)) {
-      const t = Number(args[args.length - 1]);
       // WAIT takes milliseconds, the list/zset commands take seconds.
-      return Number.isFinite(t) ? (name === 'WAIT' ? t / 1000 : t) : 0;
+      const t = timeoutArg(name, args[args.length - 1]);
+      return name === 'WAIT' ? t / 1000 : t;
     }
-    if (name === 'BLMPOP' || name === 'BZMPOP') {
-      const t = Number(args[1]);
-      return Number.isFinite(t) ? t : 0;
-    }
+    if (name === 'BLMPOP' || name === 'BZMPOP') return timeoutArg(name, args[1]);
     return 0;
   }
   if (name === 'XREAD' || name === 'XREADGROUP') {
     for (let i = 1; i < args.length - 1; i++) {
       const a = String(args[i]).toUpperCase();
       if (a === 'STREAMS') break;
-      if (a === 'BLOCK') return Number(args[i + 1]) / 1000;
+      if (a === 'BLOCK') return timeoutArg(`${name} BLOCK`, args[i + 1]) / 1000;
     }
   }
   return undefined;
+}
+
+/**
+ * A blocking command's timeout argument as a number. Anything else is refused before sending:
+ * the server would reject it anyway, and taking it for "block forever" would give the call no
+ * deadline at all.
+ */
+function timeoutArg(what: string, arg: Arg | undefined): number {
+  const t = typeof arg === 'number' ? arg : typeof arg === 'bigint' ? Number(arg) : Number(String(arg ?? ''));
+  if (arg === undefined || String(arg).trim() === '' || !Number.isFinite(t) || t < 0) {
+    throw new TypeError(`${what} needs a timeout that is a non-negative number (got ${arg === undefined ? 'none' : JSON.stringify(String(arg))}); it was not sent.`);
+  }
+  return t;
 }
 
 const PUBSUB = /^(p|s)?(un)?subscribe$|^monitor$/i;

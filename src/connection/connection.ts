@@ -3,7 +3,7 @@ import tls from 'node:tls';
 import { inspect } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
 import {
-  AuthenticationError, ConnectionError, PoolClosedError, ProtocolError, RedisError, TimeoutError, UncertainWriteError,
+  AuthenticationError, ConnectionError, overloadError, PoolClosedError, ProtocolError, RedisError, TimeoutError, UncertainWriteError, type QueueFullError,
 } from '../errors.js';
 import { encodeCommand } from '../resp/encoder.js';
 import { RespDecoder, type DecodedValue } from '../resp/decoder.js';
@@ -27,6 +27,12 @@ export interface SendOptions {
   blocking?: boolean;
   /** Receives RESP3 attributes that came with the reply. */
   onAttributes?: (attributes: Map<Reply, Reply>) => void;
+  /**
+   * The whole call's budget in ms. A budget beyond `socketTimeout` (a caller that said
+   * `with({ timeout: 60000 })` for a slow script) stretches the inactivity check while this
+   * command's reply is the one awaited.
+   */
+  budget?: number;
 }
 
 /** Events of one connection. */
@@ -47,6 +53,10 @@ class Command {
   extras = 0;
   timer = 0; // deadline in epoch ms; 0 = none
   abort: (() => void) | undefined;
+  /** Encoded length (bytes for ASCII), for maxPendingBytes. */
+  size = 0;
+  /** Inactivity allowed while this is the reply awaited, when longer than socketTimeout; 0 = socketTimeout. */
+  idleLimit = 0;
   constructor(
     readonly name: string,
     readonly encoded: string | Array<string | Buffer>,
@@ -100,6 +110,16 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   private retiredBy: Error | undefined;
   private readonly usable = new AbortController();
   private secured = false;
+  /** Set by close(): called when the last pending reply is in. */
+  private drained: (() => void) | undefined;
+  /** Bytes of commands queued and not yet handed to the socket. */
+  private queuedBytes = 0;
+  /** socket.write() said the kernel buffer is full: writes wait for 'drain'. */
+  private awaitingDrain = false;
+  /** A heartbeat PING is in flight. */
+  private heartbeating = false;
+  /** Between MULTI and EXEC/DISCARD: no heartbeat may slip into the transaction. */
+  private inMulti = false;
   /** Set by the owner: the re-authentication round its credentials come from. */
   authEpoch = 0;
 
@@ -113,7 +133,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       maxReplyBytes: opts.maxReplyBytes,
       onReply: (v, attrs) => this.onReply(v, attrs),
       onPush: (v) => this.onPush(v),
-      onProtocolError: (e) => this.destroy(new ProtocolError(`${clause(e.message)} (from ${this.label}); the connection was dropped`, { cause: e })),
+      onProtocolError: (e) => this.refuseReply(e),
       wantBuffers: () => this.inflight.peek()?.buffers ?? false,
     });
     socket.on('data', (chunk: Buffer) => {
@@ -144,7 +164,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       ? tls.connect({ ...opts.tls, host: address.host, port: address.port, servername: opts.tls.servername ?? (net.isIP(address.host) ? undefined : address.host) })
       : net.connect({ host: address.host, port: address.port });
     socket.setNoDelay(true);
-    socket.setKeepAlive(true, 10_000);
+    if (opts.keepAlive > 0) socket.setKeepAlive(true, opts.keepAlive);
     const conn = new Connection(address, opts, socket);
     // The owner closing (signal) cuts a connect short instead of waiting out connectTimeout.
     const onAbort = () => conn.destroy(signal?.reason instanceof Error ? signal.reason : new PoolClosedError());
@@ -179,6 +199,8 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       })();
       await (deadline ? Promise.race([work, deadline]) : work);
       conn.isReady = true;
+      conn.lastActivity = Date.now();
+      if (opts.pingInterval > 0) conn.arm(conn.lastActivity + opts.pingInterval);
       return conn;
     } catch (err) {
       conn.destroy(err as Error);
@@ -294,6 +316,16 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   retire(reason: Error): void {
     if (this.retiredBy !== undefined || this.isClosed) return;
     this.retiredBy = reason;
+    // Commands queued this tick but not yet written must not reach the old node after the
+    // switch: they leave now, provably unsent, for the caller to send to the new one.
+    const queued = this.toWrite;
+    this.toWrite = [];
+    this.queuedBytes = 0;
+    for (const cmd of queued) {
+      if (cmd.state === SETTLED) continue;
+      this.settle(cmd);
+      cmd.reject(new ConnectionError(`${cmd.name} was not sent: ${reason.message}`, { cause: reason, address: this.address }));
+    }
     this.usable.abort(reason);
   }
 
@@ -354,8 +386,18 @@ export class Connection extends EventEmitter<ConnectionEvents> {
         return;
       }
       const name = typeof args[0] === 'string' ? args[0] : String(args[0]);
+      const size = typeof encoded === 'string' ? encoded.length : partsSize(encoded);
+      const refusal = this.overLimit(name, size);
+      if (refusal !== undefined) {
+        reject(refusal);
+        return;
+      }
       const subscribe = name.length >= 9 && name.length <= 10 && SUBSCRIBE_RE.test(name);
       const cmd = new Command(name, encoded, resolve, reject, options?.returnBuffers ?? false, options?.blocking ?? false, subscribe, signal, options?.onAttributes);
+      cmd.size = size;
+      const budget = options?.budget;
+      if (budget !== undefined && this.opts.socketTimeout > 0 && budget > this.opts.socketTimeout) cmd.idleLimit = budget;
+      if (mayTouchTransaction(name)) this.trackTransaction(name);
       let deadline = options?.deadline;
       if (deadline === undefined) {
         const timeout = options?.timeout ?? this.opts.commandTimeout;
@@ -371,6 +413,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
         cmd.abort = () => signal.removeEventListener('abort', onAbort);
       }
       this.toWrite.push(cmd);
+      this.queuedBytes += size;
       if (subscribe) {
         cmd.extras = Math.max(0, args.length - 2);
         // One confirmation arrives per channel; the extra entries absorb them in order.
@@ -388,11 +431,32 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     });
   }
 
+  /** A QueueFullError when this command would exceed maxPending or maxPendingBytes, else undefined. */
+  private overLimit(name: string, size: number): QueueFullError | undefined {
+    const held = this.inflight.length + this.toWrite.length;
+    if (held >= this.opts.maxPending) {
+      return overloadError(`${name} was not sent: ${this.label} already holds ${held} commands (maxPending ${this.opts.maxPending}); the node is slow or unreachable.`);
+    }
+    const unsent = this.queuedBytes + this.socket.writableLength;
+    if (unsent > 0 && unsent + size > this.opts.maxPendingBytes) {
+      return overloadError(`${name} was not sent: ${unsent} bytes of commands to ${this.label} are not written yet (maxPendingBytes ${this.opts.maxPendingBytes}); the node reads slowly or is unreachable.`);
+    }
+    return undefined;
+  }
+
+  private trackTransaction(name: string): void {
+    const upper = name.toUpperCase();
+    if (upper === 'MULTI') this.inMulti = true;
+    else if (upper === 'EXEC' || upper === 'DISCARD' || upper === 'RESET') this.inMulti = false;
+  }
+
   private flush(): void {
     this.flushScheduled = false;
-    if (this.isClosed || this.toWrite.length === 0) return;
+    // Backpressure: while the socket's buffer is full, commands wait here (bounded by maxPending*).
+    if (this.isClosed || this.toWrite.length === 0 || this.awaitingDrain) return;
     const batch = this.toWrite;
     this.toWrite = [];
+    this.queuedBytes = 0;
     if (this.inflight.length === 0) this.lastActivity = Date.now();
     let text = '';
     let parts: Array<string | Buffer> | undefined;
@@ -410,13 +474,21 @@ export class Connection extends EventEmitter<ConnectionEvents> {
         for (const p of e) parts.push(p);
       }
     }
+    let ok = true;
     if (parts === undefined) {
-      if (text) this.socket.write(text);
+      if (text) ok = this.socket.write(text);
     } else {
       if (text) parts.push(text);
       this.socket.cork();
-      for (const p of parts) this.socket.write(p);
+      for (const p of parts) ok = this.socket.write(p) && ok;
       process.nextTick(() => this.socket.uncork());
+    }
+    if (!ok) {
+      this.awaitingDrain = true;
+      this.socket.once('drain', () => {
+        this.awaitingDrain = false;
+        this.flush();
+      });
     }
     if (this.opts.socketTimeout > 0) this.arm(this.lastActivity + this.opts.socketTimeout);
   }
@@ -438,6 +510,10 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     // A refused SUBSCRIBE (e.g. NOPERM) sends one error, not one reply per channel: drop the placeholders.
     if (cmd.extras > 0 && value instanceof RedisError) for (let i = 0; i < cmd.extras; i++) this.inflight.shift();
     if (cmd.subscribe && Array.isArray(value) && typeof value[0] === 'string' && CONFIRM.has(value[0])) this.subscribed = true;
+    if (this.pending === 0) {
+      if (this.drained !== undefined) this.drained();
+      else if (this.opts.pingInterval > 0) this.arm(this.lastActivity + this.opts.pingInterval);
+    }
     if (cmd.state === SETTLED) return; // its caller gave up (timeout or abort); the late reply is dropped
     this.settle(cmd);
     if (value instanceof RedisError) {
@@ -470,6 +546,24 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     this.deliverPush(value);
   }
 
+  /**
+   * The reply being decoded is malformed or over `maxReplyBytes`. It belongs to the oldest
+   * command in flight: that command rejects with the `ProtocolError` itself (it executed, its
+   * reply cannot be read, so it is never re-sent); the stream cannot be trusted past this
+   * point, so the connection is dropped and the others fail as in any drop (written ones
+   * `UncertainWriteError`, unwritten ones `ConnectionError`, retried where safe).
+   */
+  private refuseReply(e: Error): void {
+    const head = this.inflight.peek();
+    if (head !== undefined && head.state !== SETTLED && head.encoded !== '') {
+      this.inflight.shift();
+      if (head.blocking) this.blockingInflight--;
+      this.settle(head);
+      head.reject(new ProtocolError(`The reply to ${head.name} from ${this.label} was refused: ${clause(e.message)}. The command ran on the server; its reply was discarded and the connection dropped.`, { cause: e }));
+    }
+    this.destroy(new ProtocolError(`${clause(e.message)} (from ${this.label}); the connection was dropped`, { cause: e }));
+  }
+
   /** A listener that throws must not be mistaken for a decoding failure and take the connection down. */
   private deliverPush(value: Reply[]): void {
     try {
@@ -491,7 +585,10 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     this.settle(cmd);
     if (!wasWritten) {
       const i = this.toWrite.indexOf(cmd);
-      if (i !== -1) this.toWrite.splice(i, 1 + cmd.extras);
+      if (i !== -1) {
+        this.toWrite.splice(i, 1 + cmd.extras);
+        this.queuedBytes -= cmd.size;
+      }
     }
     cmd.reject(err);
   }
@@ -524,14 +621,38 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     const st = this.opts.socketTimeout;
     if (st > 0 && this.inflight.length > 0 && this.blockingInflight === 0) {
       const idleSince = this.lastActivity;
-      if (now - idleSince >= st) {
-        const cause = new TimeoutError(`No data from ${this.label} for ${now - idleSince} ms (socketTimeout ${st} ms) while ${this.inflight.length} commands waited.`, { address: this.address, sent: true });
+      const head = this.inflight.peek()!;
+      const limit = head.idleLimit > st ? head.idleLimit : st;
+      if (now - idleSince >= limit) {
+        const cause = new TimeoutError(`No data from ${this.label} for ${now - idleSince} ms (socketTimeout ${limit === st ? `${st} ms` : `stretched to the call's ${limit} ms`}) while ${this.inflight.length} commands waited.`, { address: this.address, sent: true });
         this.destroy(cause);
         return;
       }
-      next = Math.min(next, idleSince + st);
+      next = Math.min(next, idleSince + limit);
+    }
+    const pi = this.opts.pingInterval;
+    if (pi > 0 && this.isReady && !this.heartbeating && this.pending === 0 && !this.inMulti) {
+      if (now - this.lastActivity >= pi) this.heartbeat(pi);
+      else next = Math.min(next, this.lastActivity + pi);
     }
     if (next !== Infinity) this.arm(next);
+  }
+
+  /** Sends the heartbeat PING; no reply within `pingInterval` closes the connection. */
+  private heartbeat(pi: number): void {
+    this.heartbeating = true;
+    this.send(['PING'], { timeout: pi }).then(
+      () => {
+        this.heartbeating = false;
+      },
+      (e: Error) => {
+        this.heartbeating = false;
+        // An error reply (an ACL user without +ping) still proves the peer alive.
+        if (e instanceof TimeoutError) {
+          this.destroy(new ConnectionError(`${this.label} did not answer a heartbeat PING within pingInterval (${pi} ms); the connection was closed.`, { cause: e, address: this.address }));
+        }
+      },
+    );
   }
 
   /**
@@ -554,6 +675,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     }
     const queued = this.toWrite;
     this.toWrite = [];
+    this.queuedBytes = 0;
     for (const cmd of queued) {
       if (cmd.state === SETTLED) continue;
       this.settle(cmd);
@@ -568,8 +690,14 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   async close(timeoutMs = 0): Promise<void> {
     if (this.isClosed) return;
     if (this.pending > 0 && timeoutMs > 0) {
-      const probe = this.send(['PING'], { timeout: timeoutMs }).catch(() => undefined);
-      await probe;
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+        this.once('close', () => resolve());
+        timer = setTimeout(resolve, timeoutMs);
+      });
+      clearTimeout(timer);
+      this.drained = undefined;
     }
     this.destroy(undefined);
   }
@@ -579,6 +707,19 @@ export class Connection extends EventEmitter<ConnectionEvents> {
 function scrubSecret(err: RedisError, secret: string): RedisError {
   if (secret === '' || !err.message.includes(secret)) return err;
   return new RedisError(err.message.split(secret).join('[redacted]'), { address: err.address });
+}
+
+/** Cheap pre-check (first letter and length) for MULTI, EXEC, DISCARD, RESET: the hot path skips the rest. */
+function mayTouchTransaction(name: string): boolean {
+  const c = name.charCodeAt(0) | 0x20;
+  const n = name.length;
+  return (n === 5 && (c === 0x6d || c === 0x72)) || (n === 4 && c === 0x65) || (n === 7 && c === 0x64);
+}
+
+function partsSize(parts: ReadonlyArray<string | Buffer>): number {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  return n;
 }
 
 function authArgs(creds: Credentials): Arg[] {

@@ -39,6 +39,25 @@ export interface ConnectionOptions {
   socketTimeout?: number;
   /** Largest bulk length or aggregate count accepted from the server. Default 512 MiB. */
   maxReplyBytes?: number;
+  /**
+   * Heartbeat: a connection with nothing in flight for this long sends PING, and one whose PING
+   * gets no reply within another `pingInterval` is closed, so a dead peer that sent no RST (a
+   * black hole) is found before a command hits it. 0 disables. Default 0.
+   */
+  pingInterval?: number;
+  /** TCP keepalive: initial delay of the OS's probes on every socket. 0 turns keepalive off. Default 10000. */
+  keepAlive?: number;
+  /**
+   * Most commands one connection holds (written and awaiting replies, plus queued); beyond it a
+   * command rejects at once with `QueueFullError`, not sent. Default 100000.
+   */
+  maxPending?: number;
+  /**
+   * Most bytes of commands one connection holds unsent (queued, or in the socket's buffer while
+   * the server reads slowly); beyond it a command rejects at once with `QueueFullError`, not sent.
+   * A single command larger than this is still sent when nothing else waits. Default 128 MiB.
+   */
+  maxPendingBytes?: number;
 }
 
 /** Connection options with every default applied. */
@@ -59,11 +78,15 @@ export const CONNECTION_DEFAULTS = {
   socketTimeout: 10000,
   maxReplyBytes: 512 * 1024 * 1024,
   credentialsTimeout: 5000,
+  pingInterval: 0,
+  keepAlive: 10000,
+  maxPending: 100_000,
+  maxPendingBytes: 128 * 1024 * 1024,
 };
 
 
 /** Option names that belong to the connection (shared by every mode). */
-export const CONNECTION_OPTION_NAMES = ['username', 'password', 'credentials', 'credentialsTimeout', 'db', 'clientName', 'protocol', 'tls', 'connectTimeout', 'commandTimeout', 'socketTimeout', 'maxReplyBytes'] as const;
+export const CONNECTION_OPTION_NAMES = ['username', 'password', 'credentials', 'credentialsTimeout', 'db', 'clientName', 'protocol', 'tls', 'connectTimeout', 'commandTimeout', 'socketTimeout', 'maxReplyBytes', 'pingInterval', 'keepAlive', 'maxPending', 'maxPendingBytes'] as const;
 
 /**
  * Validates connection options (TypeError naming the option) and applies defaults.
@@ -92,6 +115,10 @@ export function resolveConnectionOptions(
   checkNumber(n('commandTimeout'), o.commandTimeout, { max: MAX_TIMER });
   checkNumber(n('socketTimeout'), o.socketTimeout, { max: MAX_TIMER });
   checkNumber(n('maxReplyBytes'), o.maxReplyBytes, { min: 1024 });
+  checkNumber(n('pingInterval'), o.pingInterval, { max: MAX_TIMER });
+  checkNumber(n('keepAlive'), o.keepAlive, { max: MAX_TIMER });
+  checkNumber(n('maxPending'), o.maxPending, { min: 1 });
+  checkNumber(n('maxPendingBytes'), o.maxPendingBytes, { min: 1024 });
   const tlsOpt = o.tls ?? fromUrl.tls;
   return {
     auth: o.credentials
@@ -106,6 +133,10 @@ export function resolveConnectionOptions(
     commandTimeout: o.commandTimeout ?? CONNECTION_DEFAULTS.commandTimeout,
     socketTimeout: o.socketTimeout ?? CONNECTION_DEFAULTS.socketTimeout,
     maxReplyBytes: o.maxReplyBytes ?? CONNECTION_DEFAULTS.maxReplyBytes,
+    pingInterval: o.pingInterval ?? CONNECTION_DEFAULTS.pingInterval,
+    keepAlive: o.keepAlive ?? CONNECTION_DEFAULTS.keepAlive,
+    maxPending: o.maxPending ?? CONNECTION_DEFAULTS.maxPending,
+    maxPendingBytes: o.maxPendingBytes ?? CONNECTION_DEFAULTS.maxPendingBytes,
   };
 }
 

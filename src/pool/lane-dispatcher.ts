@@ -1,5 +1,5 @@
-import { isReadOnly } from '../commands/command-table.js';
-import { ConnectionError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { isReadOnlyCommand, mayResend } from '../commands/retry.js';
+import { ConnectionError, NodeUnreachableError, overloadError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { Connection } from '../connection/connection.js';
 import { remaining, type ResolvedCall } from './call-options.js';
@@ -7,13 +7,12 @@ import type { NodePool } from './node-pool.js';
 import { runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseHandle } from './surface.js';
 
 /**
- * Whether a failed attempt may be sent again: never-written commands always may; written
- * ones only when read-only or marked idempotent (they may have executed).
+ * Whether a failed attempt may be sent again ({@link mayResend}, the rule of every mode). A
+ * `TimeoutError` from the connection means the call's own deadline passed: nothing to retry.
  */
 export function mayRetry(err: unknown, args: readonly Arg[], call: ResolvedCall): boolean {
-  if (err instanceof UncertainWriteError) return call.idempotent || isReadOnly(String(args[0]));
-  if (err instanceof ConnectionError) return !(err.name === 'AuthenticationError');
-  return false;
+  if (err instanceof TimeoutError) return false;
+  return mayResend(err, false, err instanceof UncertainWriteError && isReadOnlyCommand(args), call.idempotent);
 }
 
 /** True when a pipeline's connection broke before any of it was written: the whole batch may go again. */
@@ -35,6 +34,38 @@ export function withinDeadline<T>(p: Promise<T>, call: ResolvedCall, what: () =>
 }
 
 /**
+ * A ready lane of `node` within the call's deadline: the one way every mode waits for a
+ * connection. With `failFast` (offlineQueue: false), a node whose last connection attempt
+ * failed refuses at once with `NodeUnreachableError`, while reconnecting goes on behind.
+ * Errors name the node, say nothing was sent and keep the last connection error as cause.
+ */
+export function laneWithin(node: NodePool, call: ResolvedCall, args: readonly Arg[], failFast: boolean, role = ''): Promise<Connection> {
+  const target = node.target;
+  const last = node.lastError;
+  if (failFast && last !== undefined) {
+    node.lane().catch(() => {}); // keep trying to reconnect
+    return Promise.reject(new NodeUnreachableError(
+      `${String(args[0])} was not sent: ${role}${formatAddress(target)} is unreachable (last attempt: ${last.message}) and offlineQueue is false.`,
+      { cause: last, address: { ...target } },
+    ));
+  }
+  // Commands waiting for a connection are a queue too: bounded like a connection's own.
+  if (node.laneWaiters >= node.maxPending) {
+    return Promise.reject(overloadError(`${String(args[0])} was not sent: ${node.laneWaiters} commands already wait for a connection to ${role}${formatAddress(target)} (maxPending ${node.maxPending}).`));
+  }
+  node.laneWaiters++;
+  const done = () => void node.laneWaiters--;
+  const p = withinDeadline(
+    node.lane(),
+    call,
+    () => `${String(args[0])} could not reach ${role}${formatAddress(target)} within its deadline` + (node.lastError ? ` (last attempt: ${node.lastError.message})` : '') + '; it was not sent.',
+    () => ({ cause: node.lastError, address: { ...target } }),
+  );
+  p.then(done, done);
+  return p;
+}
+
+/**
  * Runs commands on one node pool: `call()` over the multiplexed lane, retrying on a fresh
  * connection what provably was not sent (and written read-only or idempotent commands)
  * until the call's deadline. Without a deadline, retries stop after `connectTimeout`.
@@ -45,6 +76,7 @@ export class LaneDispatcher implements Dispatcher {
     readonly commandTimeout: number,
     private readonly retryWindow: number,
     private readonly isClosed: () => boolean,
+    protected readonly failFast = false,
   ) {}
 
   dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
@@ -89,17 +121,12 @@ export class LaneDispatcher implements Dispatcher {
   }
 
   protected laneFor(call: ResolvedCall, args: readonly Arg[]): Promise<Connection> {
-    return withinDeadline(
-      this.node.lane(),
-      call,
-      () => `${String(args[0])} could not reach ${formatAddress(this.node.target)} within its deadline` + (this.node.lastError ? ` (last attempt: ${this.node.lastError.message})` : '') + '; it was not sent.',
-      () => ({ cause: this.node.lastError, address: { ...this.node.target } }),
-    );
+    return laneWithin(this.node, call, args, this.failFast);
   }
 
   async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
     if (transaction) {
-      const h = await this.lease(undefined);
+      const h = await this.lease(undefined, undefined, call.deadline);
       try {
         return await runBatchOn(h.conn, cmds, call, true);
       } finally {
@@ -119,8 +146,8 @@ export class LaneDispatcher implements Dispatcher {
     }
   }
 
-  async lease(_key?: Arg): Promise<LeaseHandle> {
-    const conn = await this.node.acquire();
+  async lease(_key?: Arg, _args?: readonly Arg[], deadline = 0): Promise<LeaseHandle> {
+    const conn = await this.node.acquire(deadline);
     return { conn, release: () => this.node.release(conn) };
   }
 }

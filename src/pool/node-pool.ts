@@ -60,6 +60,8 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   private readonly closing = new AbortController();
   /** Bumped by every reauthenticate(): a connection of an older epoch logs in again before reuse. */
   private authEpoch = 0;
+  /** Commands waiting for a lane to (re)connect (bounded by {@link maxPending}). */
+  laneWaiters = 0;
 
   constructor(
     target: NodeAddress,
@@ -105,6 +107,11 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     // generic-pool retries failed creates itself; the errors reach callers through acquire timeouts.
     this.pool.on('factoryCreateError', () => {});
     this.pool.on('factoryDestroyError', () => {});
+  }
+
+  /** The most commands one connection holds, and the most that may wait for a lane. */
+  get maxPending(): number {
+    return this.connOpts.maxPending;
   }
 
   /** The node connections are made to now. */
@@ -235,12 +242,18 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     return p;
   }
 
-  /** Borrows an exclusive connection (for `use()` and MULTI). Pair with {@link release}. */
-  async acquire(): Promise<Connection> {
+  /**
+   * Borrows an exclusive connection (for `use()` and MULTI). Pair with {@link release}. Waits
+   * at most `acquireTimeoutMillis`, and never past `deadline` (epoch ms, 0 = none): the call's
+   * one deadline covers this wait too.
+   */
+  async acquire(deadline = 0): Promise<Connection> {
     if (this.closed) throw new PoolClosedError();
     let conn: Connection;
     try {
-      conn = await this.pool.acquire();
+      const acquiring = this.pool.acquire();
+      const left = deadline > 0 ? deadline - Date.now() : Infinity;
+      conn = left < this.poolOpts.acquireTimeoutMillis ? await this.acquireBy(acquiring, left) : await acquiring;
     } catch (err) {
       if (this.closed) throw new PoolClosedError(undefined, { cause: err });
       if ((err as Error).name === 'TimeoutError') {
@@ -258,6 +271,27 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     }
     this.borrowed.add(conn);
     return conn;
+  }
+
+  /** `acquiring` within `left` ms; a connection that arrives after the caller gave up goes straight back. */
+  private acquireBy(acquiring: Promise<Connection>, left: number): Promise<Connection> {
+    return new Promise<Connection>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        acquiring.then((c) => void this.pool.release(c).catch(() => {}), () => {});
+        reject(new TimeoutError(
+          `No connection to ${formatAddress(this.current)} became free within the call's deadline` +
+            (this.lastCreateError && this.failures > 0 ? `; the last connection attempt failed: ${this.lastCreateError.message}` : '; raise pool.max or release leases sooner') + '.',
+          { cause: this.failures > 0 ? this.lastCreateError : undefined, address: this.current },
+        ));
+      }, Math.max(0, left));
+      acquiring.then((c) => {
+        clearTimeout(timer);
+        resolve(c);
+      }, (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+    });
   }
 
   /**
@@ -333,16 +367,16 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     this.gen++;
     this.current = { host: target.host, port: target.port };
     this.failures = 0;
-    for (const slot of this.lanes) {
-      const old = slot.conn;
-      slot.conn = undefined;
-      slot.connecting = undefined;
-      if (old) this.retire(old);
-    }
     const why = new ConnectionError(
       `The pool moved from ${formatAddress(from)} to ${formatAddress(target)}; this connection points at the old node. End the lease and borrow again.`,
       { address: from },
     );
+    for (const slot of this.lanes) {
+      const old = slot.conn;
+      slot.conn = undefined;
+      slot.connecting = undefined;
+      if (old) this.retire(old, why);
+    }
     for (const conn of this.all) {
       if (this.isLane(conn)) continue;
       if (!this.borrowed.has(conn)) conn.destroy();
@@ -367,8 +401,13 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     return false;
   }
 
-  /** A lane that left service: it takes no new command and closes once its replies are in. */
-  private retire(conn: Connection): void {
+  /**
+   * A lane that left service: from now on it takes no command (commands queued but not yet
+   * written leave at once, unsent, so nothing reaches the old node after a switch) and it
+   * closes once the replies already due are in.
+   */
+  private retire(conn: Connection, reason?: Error): void {
+    conn.retire(reason ?? new ConnectionError(`The lane to ${formatAddress(conn.address)} was replaced; the command was not sent.`, { address: conn.address }));
     if (conn.pending === 0) conn.destroy();
     else void conn.close(this.connOpts.commandTimeout || this.connOpts.socketTimeout || 5000);
   }
@@ -428,9 +467,3 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   }
 }
 
-/** Waits for every step (none is abandoned half-way), then rejects with the first failure. */
-export async function settleAll(steps: Promise<unknown>[]): Promise<void> {
-  const results = await Promise.allSettled(steps);
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
-}

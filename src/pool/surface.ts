@@ -1,4 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
+import { settle } from './settle.js';
 import { EventEmitter } from 'eventemitter3';
 import type { Connection, SendOptions } from '../connection/connection.js';
 import { blockingSeconds, commandKind, isSubscribeCommand } from '../commands/blocking.js';
@@ -36,7 +37,7 @@ export interface Dispatcher {
    * Borrows an exclusive connection (to the node owning `key`, in a cluster). `args` is the
    * command a blocking call will send, so a cluster can route it by its keys.
    */
-  lease(key: Arg | undefined, args?: readonly Arg[]): Promise<LeaseHandle>;
+  lease(key: Arg | undefined, args?: readonly Arg[], deadline?: number): Promise<LeaseHandle>;
   /** Default deadline of a call in ms (0 = none). */
   readonly commandTimeout: number;
 }
@@ -90,10 +91,15 @@ abstract class Runner {
     if (kind === 'subscribe') {
       return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
     }
-    const block = spec.blockSeconds ?? (kind === 'blocking' ? blockingSeconds(args) : undefined);
+    let block: number | undefined;
+    try {
+      block = spec.blockSeconds ?? (kind === 'blocking' ? blockingSeconds(args) : undefined);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     const call = resolveCall(this.dispatcher, this.callOptions, block);
     if (block !== undefined) {
-      return abortable(this.dispatcher.lease(undefined, args), call.signal, (h) => h.release()).then(async (h) => {
+      return abortable(this.dispatcher.lease(undefined, args, call.deadline), call.signal, (h) => h.release()).then(async (h) => {
         try {
           return applyTransform(spec, await h.conn.send(args, sendOptions(call)));
         } finally {
@@ -318,8 +324,14 @@ export class Lease {
     } catch (e) {
       return Promise.reject(e);
     }
+    let block: number | undefined;
+    try {
+      block = spec.blockSeconds ?? blockingSeconds(spec.args);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     track(this.state, spec.args);
-    const call = resolveCall(this.dispatcher, this.callOptions, spec.blockSeconds ?? blockingSeconds(spec.args));
+    const call = resolveCall(this.dispatcher, this.callOptions, block);
     const p = this.conn.send(spec.args, sendOptions(call));
     return spec.transform ? p.then(spec.transform) : p;
   }
@@ -387,7 +399,9 @@ installHelpers(Lease.prototype, 'runSpec');
 export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T>, key: Arg | undefined, callOptions: CallOptions | undefined, open: () => void): Promise<T> {
   open();
   if (typeof fn !== 'function') throw new TypeError('use(fn) needs a function that receives the lease.');
-  const h = await d.lease(key);
+  // pool.with({ timeout }).use(…): that deadline bounds the wait for a connection too.
+  const deadline = callOptions?.timeout ? Date.now() + callOptions.timeout : 0;
+  const h = await d.lease(key, undefined, deadline);
   const lease = new Lease(h.conn, d, callOptions);
   try {
     return await fn(lease);
@@ -403,7 +417,6 @@ export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T
  */
 export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
   const opts = sendOptions(call);
-  const settle = (p: Promise<Reply>) => p.then((v) => v, (e: Error) => e);
   if (!transaction) return Promise.all(cmds.map((c) => settle(conn.send(c, opts))));
   const all = await Promise.all([settle(conn.send(['MULTI'], opts)), ...cmds.map((c) => settle(conn.send(c, opts))), settle(conn.send(['EXEC'], opts))]);
   const multi = all[0];

@@ -1,10 +1,10 @@
 import type { Connection } from '../connection/connection.js';
-import { isReadOnly } from '../commands/command-table.js';
+import { isReadOnlyCommand } from '../commands/retry.js';
 import { ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { remaining, type ResolvedCall } from '../pool/call-options.js';
-import { LaneDispatcher, mayRetry, nothingWritten, withinDeadline } from '../pool/lane-dispatcher.js';
+import { LaneDispatcher, laneWithin, mayRetry, nothingWritten } from '../pool/lane-dispatcher.js';
 import { resolveCall, runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/surface.js';
-import { formatAddress, type Arg, type Reply } from '../types.js';
+import type { Arg, Reply } from '../types.js';
 import type { Gate } from './gate.js';
 import type { SentinelPool } from './sentinel-pool.js';
 
@@ -16,7 +16,7 @@ export class MasterDispatcher extends LaneDispatcher {
   private readonly gate: Gate;
   constructor(private readonly pool: SentinelPool) {
     const i = pool.internals;
-    super(i.node, i.o.data.commandTimeout, i.o.data.connectTimeout, i.isClosed);
+    super(i.node, i.o.data.commandTimeout, i.o.data.connectTimeout, i.isClosed, !i.o.offlineQueue);
     this.gate = i.gate;
   }
 
@@ -50,7 +50,7 @@ export class MasterDispatcher extends LaneDispatcher {
    */
   private held(args: readonly Arg[]): boolean {
     if (this.gate.isOpen) return false;
-    return !(this.pool.internals.isFenced() && isReadOnly(String(args[0])));
+    return !(this.pool.internals.isFenced() && isReadOnlyCommand(args));
   }
 
   private onFailure(err: unknown, conn: Connection): void {
@@ -58,12 +58,7 @@ export class MasterDispatcher extends LaneDispatcher {
   }
 
   protected override laneFor(call: ResolvedCall, args: readonly Arg[]): Promise<Connection> {
-    return withinDeadline(
-      this.node.lane(),
-      call,
-      () => `${String(args[0])} could not reach the master ${formatAddress(this.node.target)} within its deadline; it was not sent.`,
-      () => ({ cause: this.node.lastError, address: { ...this.node.target } }),
-    ).catch((err) => {
+    return laneWithin(this.node, call, args, this.failFast, 'the master ').catch((err) => {
       if (err instanceof ConnectionError) this.pool.requestRefresh('reconnect', true);
       throw err;
     });
@@ -74,7 +69,7 @@ export class MasterDispatcher extends LaneDispatcher {
     for (;;) {
       if (!this.gate.isOpen) await this.gate.wait(call, transaction ? 'MULTI' : 'pipeline');
       if (transaction) {
-        const h = await this.lease();
+        const h = await this.lease(undefined, undefined, call.deadline);
         try {
           return await runBatchOn(h.conn, cmds, call, true);
         } catch (err) {
@@ -97,10 +92,12 @@ export class MasterDispatcher extends LaneDispatcher {
     }
   }
 
-  override async lease(): Promise<LeaseHandle> {
-    // A lease waits for a switch like any command, within acquireTimeoutMillis.
-    if (!this.gate.isOpen) await this.gate.wait(resolveCall(this, { timeout: this.pool.internals.o.pool.acquireTimeoutMillis }, undefined), 'use()');
-    return super.lease();
+  override async lease(key?: Arg, args?: readonly Arg[], deadline = 0): Promise<LeaseHandle> {
+    // One deadline for the wait for a switch and the wait for a connection together.
+    const budget = Date.now() + this.pool.internals.o.pool.acquireTimeoutMillis;
+    const until = deadline > 0 ? Math.min(deadline, budget) : budget;
+    if (!this.gate.isOpen) await this.gate.wait(resolveCall(this, { timeout: Math.max(1, until - Date.now()) }, undefined), 'use()');
+    return super.lease(key, args, until);
   }
 }
 
@@ -117,7 +114,7 @@ export class ReplicaDispatcher implements Dispatcher {
     for (let i = 0; i <= tries; i++) {
       const node = this.pool.pickReplica();
       try {
-        const conn = node.laneSync() ?? (await withinDeadline(node.lane(), call, () => `${String(args[0])} could not reach replica ${formatAddress(node.target)} within its deadline.`));
+        const conn = node.laneSync() ?? (await laneWithin(node, call, args, !this.pool.internals.o.offlineQueue, 'replica '));
         return await conn.send(args, sendOptions(call));
       } catch (err) {
         last = err;
@@ -133,20 +130,20 @@ export class ReplicaDispatcher implements Dispatcher {
   async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
     const node = this.pool.pickReplica();
     if (transaction) {
-      const conn = await node.acquire();
+      const conn = await node.acquire(call.deadline);
       try {
         return await runBatchOn(conn, cmds, call, true);
       } finally {
         node.release(conn);
       }
     }
-    const conn = node.laneSync() ?? (await node.lane());
+    const conn = node.laneSync() ?? (await laneWithin(node, call, ['PIPELINE'], !this.pool.internals.o.offlineQueue, 'replica '));
     return runBatchOn(conn, cmds, call, false);
   }
 
-  async lease(): Promise<LeaseHandle> {
+  async lease(_key?: Arg, _args?: readonly Arg[], deadline = 0): Promise<LeaseHandle> {
     const node = this.pool.pickReplica();
-    const conn = await node.acquire();
+    const conn = await node.acquire(deadline);
     return { conn, release: () => node.release(conn) };
   }
 }

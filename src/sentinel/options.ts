@@ -4,17 +4,23 @@ import { checkTlsOptions, CONNECTION_OPTION_NAMES, resolveConnectionOptions, res
 import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf, checkString } from '../options.js';
 import type { BackoffOptions } from '../pool/backoff.js';
 import type { ResolvedPoolOptions } from '../pool/options.js';
-import { resolveCommon, type CommonOptions } from '../standalone.js';
-import { formatAddress, type Address, type NodeAddress } from '../types.js';
-import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
+import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
+import { resolveNatMap, type NatMap } from '../nat-map.js';
+import type { Address, NodeAddress } from '../types.js';
 
-/** Maps addresses that nodes announce to addresses this process can reach. */
-export type NatMap = Record<string, Address> | ((address: NodeAddress) => NodeAddress);
+export type { NatMap } from '../nat-map.js';
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 
 /** Options of {@link SentinelPool.create}. Time values are in milliseconds. */
 export interface SentinelOptions extends ConnectionOptions, CommonOptions {
   /** 'master' (default) serves the master; 'replica' serves reads from healthy replicas. */
   role?: 'master' | 'replica';
+  /**
+   * With `role: 'replica'` and no healthy replica: `'master'` (default) sends commands to the
+   * master (an `error` event says so once per outage); `'error'` rejects them at once with a
+   * `ConnectionError` (not sent).
+   */
+  replicaFallback?: 'master' | 'error';
   /**
    * ACL user for the sentinels (separate from the data nodes' `username`). When neither this
    * nor `sentinelPassword` is given but `credentials` is, the provider is asked with role
@@ -59,12 +65,14 @@ export interface ResolvedSentinelOptions {
   masterName: string;
   sentinels: NodeAddress[];
   role: 'master' | 'replica';
+  replicaFallback: 'master' | 'error';
   data: ResolvedConnectionOptions;
   /** Data-node options for ROLE checks: short timeouts. */
   probe: ResolvedConnectionOptions;
   sentinel: ResolvedConnectionOptions;
   pool: ResolvedPoolOptions;
   closeTimeout: number;
+  offlineQueue: boolean;
   resubscribe: BackoffOptions;
   pollInterval: number;
   sentinelPollInterval: number;
@@ -77,22 +85,9 @@ export interface ResolvedSentinelOptions {
 }
 
 const KNOWN = [
-  ...CONNECTION_OPTION_NAMES, 'pool', 'closeTimeout', 'role', 'sentinelUsername', 'sentinelPassword', 'sentinelTls', 'sentinelTimeout',
+  ...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES, 'role', 'replicaFallback', 'sentinelUsername', 'sentinelPassword', 'sentinelTls', 'sentinelTimeout',
   'resubscribe', 'pollInterval', 'sentinelPollInterval', 'maxQueued', 'queueTimeout', 'fenceTimeout', 'promotionCheckInterval', 'discoveryTimeout', 'natMap',
 ];
-
-/** Turns a `natMap` option into a function. */
-export function resolveNatMap(natMap: NatMap | undefined): (a: NodeAddress) => NodeAddress {
-  if (natMap === undefined) return (a) => a;
-  if (typeof natMap === 'function') return natMap;
-  checkObject('natMap', natMap);
-  const table = new Map<string, NodeAddress>();
-  for (const [from, to] of Object.entries(natMap)) {
-    const p = parseAddress(to, `natMap['${from}']`);
-    table.set(from, { host: p.host, port: p.port });
-  }
-  return (a) => table.get(formatAddress(a)) ?? a;
-}
 
 /** Validates everything (TypeError naming the argument or option) and applies defaults. */
 export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, o: SentinelOptions): ResolvedSentinelOptions {
@@ -105,6 +100,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   checkObject('options', o);
   checkKnown('', o, KNOWN);
   checkOneOf('role', o.role, ['master', 'replica']);
+  checkOneOf('replicaFallback', o.replicaFallback, ['master', 'error']);
   checkString('sentinelUsername', o.sentinelUsername);
   checkString('sentinelPassword', o.sentinelPassword, true);
   checkTlsOptions('sentinelTls', o.sentinelTls);
@@ -135,14 +131,18 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     masterName,
     sentinels: list,
     role: o.role ?? 'master',
+    replicaFallback: o.replicaFallback ?? 'master',
     data,
     probe: { ...data, connectTimeout: sentinelTimeout, commandTimeout: sentinelTimeout, clientName: undefined },
     sentinel: {
       auth: sentinelAuth, role: 'sentinel', db: 0, clientName: undefined, protocol: 2, tls: sentinelTls,
       connectTimeout: sentinelTimeout, commandTimeout: sentinelTimeout, socketTimeout: 0, maxReplyBytes: data.maxReplyBytes,
+      // A subscriber loop waits in silence: only a heartbeat finds a sentinel that vanished without a RST.
+      pingInterval: data.pingInterval, keepAlive: data.keepAlive, maxPending: data.maxPending, maxPendingBytes: data.maxPendingBytes,
     },
     pool: common.pool,
     closeTimeout: common.closeTimeout,
+    offlineQueue: common.offlineQueue,
     resubscribe: { initialDelay: o.resubscribe?.initialDelay ?? 100, maxDelay: o.resubscribe?.maxDelay ?? 5000 },
     pollInterval: o.pollInterval ?? 10000,
     sentinelPollInterval: o.sentinelPollInterval ?? 100,

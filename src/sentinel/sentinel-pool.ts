@@ -1,6 +1,7 @@
-import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
+import { AllSentinelsDownError, AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
-import { NodePool, settleAll, type NodePoolStats } from '../pool/node-pool.js';
+import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
+import { settleAll } from '../pool/settle.js';
 import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
@@ -82,6 +83,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private closing: Promise<void> | undefined;
   private replicaPools: NodePool[] = [];
   private replicaRr = 0;
+  private onMasterFallback = false;
   private replicaRefresh: Promise<void> | undefined;
   private watching: NodeAddress | undefined;
   private readonly closeSignal = new AbortController();
@@ -339,7 +341,27 @@ export class SentinelPool extends BasePool<SentinelEvents> {
 
   /** One resolution: true when a master is confirmed and commands may flow. */
   private async resolveOnce(reason: DetectedBy): Promise<boolean> {
-    const answer = (await askSentinels(this.ctx)).address;
+    let answer: NodeAddress;
+    try {
+      answer = (await askSentinels(this.ctx)).address;
+    } catch (err) {
+      if (!(err instanceof AllSentinelsDownError) || this.fence) throw err;
+      // Cut off from every sentinel (not from the master): carry on with the last verified
+      // master while it still answers ROLE master, rather than hold every command until the
+      // sentinels come back. A failover announced before the cut keeps its fence.
+      await verifyMaster(this.node.target, this.o.probe);
+      if (this.closed) return false;
+      const held = !this.gate.isOpen;
+      this.node.reconnectLanes();
+      this.gate.open();
+      if (held) {
+        this.emit('error', new ConnectionError(
+          `No sentinel of "${this.o.masterName}" could be reached; commands go on to the last verified master ${key(this.node.target)}, which still answers ROLE master.`,
+          { cause: err, address: { ...this.node.target } },
+        ));
+      }
+      return true;
+    }
     if (this.fence && sameAddress(answer, this.fence.from)) return false; // the announced failover has not switched yet
     const current = this.node.target;
     if (this.pin && Date.now() > this.pin.until) this.pin = undefined;
@@ -403,11 +425,24 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     return this.replicaPools.length;
   }
 
-  /** @internal Next replica pool (round robin), or the master's when none is healthy. */
+  /**
+   * @internal Next replica pool (round robin). With none healthy: the master's pool
+   * (`replicaFallback: 'master'`, said once per outage) or a not-sent ConnectionError.
+   */
   pickReplica(): NodePool {
     const n = this.replicaPools.length;
-    if (n === 0) return this.node;
-    return this.replicaPools[this.replicaRr++ % n]!;
+    if (n > 0) {
+      this.onMasterFallback = false;
+      return this.replicaPools[this.replicaRr++ % n]!;
+    }
+    if (this.o.replicaFallback === 'error') {
+      throw new ConnectionError(`No healthy replica of "${this.o.masterName}" to serve this command (replicaFallback: 'error'); it was not sent.`, { address: { ...this.node.target } });
+    }
+    if (!this.onMasterFallback) {
+      this.onMasterFallback = true;
+      this.emit('error', new ConnectionError(`No healthy replica of "${this.o.masterName}": commands go to the master ${key(this.node.target)} (replicaFallback: 'master').`, { address: { ...this.node.target } }));
+    }
+    return this.node;
   }
 
   /** @internal */

@@ -4,6 +4,16 @@
  *
  *   npm run bench                       # full run (200k ops per cell, 20k at concurrency 1)
  *   BENCH_OPS=20000 npm run bench       # quick run (c=1 cells get BENCH_OPS/10)
+ *   npm run bench -- --tls              # plain TCP beside TLS (see below)
+ *
+ * --tls: every client runs twice, on a fresh plain-TCP redis-server and on a fresh TLS-only one
+ * (both from test/support/topology.ts `startStandalone()`, same config but for the TLS lines;
+ * certificates from `makeTestCerts()`, clients verify them against the test CA), and the
+ * report is one table of ops/s and client CPU per op, TCP beside TLS, with the TLS/TCP ratios.
+ * Defaults then: BENCH_CONCURRENCY 50,500 and BENCH_ONLY ha,ioredis,ioredis-ap,node-redis
+ * (redis-benchmark is not run); BENCH_ROUNDS alternates which transport goes first. One round of
+ * the default 200k ops takes ~1.5 min on 2 cores; ops/s swing a lot on a shared machine, so for
+ * published figures use BENCH_ROUNDS=3 (~4-5 min) and read the per-round noise table.
  *
  * Environment:
  *   BENCH_OPS          ops per cell at concurrency > 1 (default 200000); also redis-benchmark -n
@@ -33,6 +43,7 @@
  * Each client runs in this process, one after the other, with FLUSHALL between clients and a
  * warm-up (SET over the whole key space, then GET) before its measured cells.
  */
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
@@ -42,10 +53,14 @@ import {
   startRedisServer, summarize, systemInfo, type RedisServerHandle, type Summary,
 } from './lib.js';
 
+const ARGS = process.argv.slice(2);
+for (const a of ARGS) if (a !== '--tls') throw new TypeError(`unknown argument ${JSON.stringify(a)} (the only flag is --tls)`);
+/** `--tls`: every client over plain TCP and over TLS, on fresh servers, side by side. */
+const TLS_MODE = ARGS.includes('--tls');
 const OPS = envInt('BENCH_OPS', 200_000);
 const OPS_C1 = envInt('BENCH_OPS_C1', Math.max(1, Math.round(OPS / 10)));
-const CONCURRENCIES = [...(envList('BENCH_CONCURRENCY') ?? new Set(['1', '50', '500']))].map(Number).sort((a, b) => a - b);
-const ONLY = envList('BENCH_ONLY');
+const CONCURRENCIES = [...(envList('BENCH_CONCURRENCY') ?? new Set(TLS_MODE ? ['50', '500'] : ['1', '50', '500']))].map(Number).sort((a, b) => a - b);
+const ONLY = envList('BENCH_ONLY') ?? (TLS_MODE ? new Set(['ha', 'ioredis', 'ioredis-ap', 'node-redis']) : undefined);
 const OPS_FILTER = envList('BENCH_OP') ?? new Set(['set', 'get']);
 const VALUE_BYTES = 64;
 const VALUE = 'v'.repeat(VALUE_BYTES);
@@ -66,20 +81,30 @@ interface BenchClient {
   close(): Promise<void>;
 }
 
+/** With --tls: the CA that signed the server certificate (IP SAN 127.0.0.1, so it verifies). */
+type BenchTls = { ca: string } | undefined;
+
 interface ClientSpec {
   id: string;
   label: string;
   /** ioredis configs are the baseline of the ratio column. */
   baseline?: boolean;
-  open(port: number): Promise<BenchClient>;
+  open(port: number, tls: BenchTls): Promise<BenchClient>;
+}
+
+/** What the bench needs from a server: its port and one-shot harness commands (FLUSHALL, INFO, ...). */
+interface BenchServer {
+  host: string;
+  port: number;
+  command(args: readonly (string | number)[]): Promise<unknown>;
 }
 
 const CLIENTS: ClientSpec[] = [
   {
     id: 'ha',
     label: 'redis-ha-pool (default)',
-    async open(port) {
-      const pool = await StandalonePool.create({ host: '127.0.0.1', port });
+    async open(port, tls) {
+      const pool = await StandalonePool.create({ host: '127.0.0.1', port }, tls ? { tls } : {});
       return {
         set: (k, v) => pool.call('SET', k, v),
         get: (k) => pool.call('GET', k),
@@ -90,8 +115,8 @@ const CLIENTS: ClientSpec[] = [
   {
     id: 'ha-lanes2',
     label: 'redis-ha-pool (lanes: 2)',
-    async open(port) {
-      const pool = await StandalonePool.create({ host: '127.0.0.1', port }, { pool: { lanes: 2 } });
+    async open(port, tls) {
+      const pool = await StandalonePool.create({ host: '127.0.0.1', port }, { pool: { lanes: 2 }, ...(tls ? { tls } : {}) });
       return {
         set: (k, v) => pool.call('SET', k, v),
         get: (k) => pool.call('GET', k),
@@ -103,19 +128,20 @@ const CLIENTS: ClientSpec[] = [
     id: 'ioredis',
     label: 'ioredis 6 (default)',
     baseline: true,
-    open: (port) => openIoredis(port, false),
+    open: (port, tls) => openIoredis(port, tls, false),
   },
   {
     id: 'ioredis-ap',
     label: 'ioredis 6 (enableAutoPipelining)',
     baseline: true,
-    open: (port) => openIoredis(port, true),
+    open: (port, tls) => openIoredis(port, tls, true),
   },
   {
     id: 'node-redis',
     label: 'node-redis 6.3 (createClient)',
-    async open(port) {
-      const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false } });
+    async open(port, tls) {
+      const socket = { host: '127.0.0.1', port, reconnectStrategy: false } as const;
+      const client = createClient({ socket: tls ? { ...socket, tls: true, ca: tls.ca } : socket });
       client.on('error', (e: Error) => process.stderr.write(`[node-redis] ${e.message}\n`));
       await client.connect();
       return {
@@ -133,8 +159,8 @@ const CLIENTS: ClientSpec[] = [
   },
 ];
 
-async function openIoredis(port: number, autoPipelining: boolean): Promise<BenchClient> {
-  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, enableAutoPipelining: autoPipelining, retryStrategy: () => null });
+async function openIoredis(port: number, tls: BenchTls, autoPipelining: boolean): Promise<BenchClient> {
+  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, enableAutoPipelining: autoPipelining, retryStrategy: () => null, ...(tls ? { tls } : {}) });
   redis.on('error', (e: Error) => process.stderr.write(`[ioredis] ${e.message}\n`));
   await redis.connect();
   return {
@@ -152,6 +178,8 @@ async function openIoredis(port: number, autoPipelining: boolean): Promise<Bench
 
 interface Row {
   client: string;
+  /** 'tcp' except for the TLS cells of --tls. */
+  transport: 'tcp' | 'tls';
   baseline: boolean;
   op: 'SET' | 'GET';
   /** Concurrency used for the ratio lookup. */
@@ -171,7 +199,7 @@ const cells = new Map<string, Row>();
 const failures: string[] = [];
 
 function record(r: Omit<Row, 'runs' | 'cpu'>, s: Summary, cpuUsPerOp?: number): void {
-  const key = `${r.client}|${r.op}|${r.inFlight}`;
+  const key = `${r.client}|${r.transport}|${r.op}|${r.inFlight}`;
   let cell = cells.get(key);
   if (cell) {
     cell.runs.push(s);
@@ -194,18 +222,20 @@ function gc(): void {
 }
 
 /** SET/GET calls the server counted since the last CONFIG RESETSTAT. */
-async function serverCalls(server: RedisServerHandle): Promise<{ SET: number; GET: number }> {
+async function serverCalls(server: BenchServer): Promise<{ SET: number; GET: number }> {
   const info = parseInfo(String(await server.command(['INFO', 'commandstats'])));
   const calls = (name: string) => Number(/calls=(\d+)/.exec(info[`cmdstat_${name}`] ?? '')?.[1] ?? 0);
   return { SET: calls('set'), GET: calls('get') };
 }
 
-async function benchClient(spec: ClientSpec, server: RedisServerHandle): Promise<void> {
+async function benchClient(spec: ClientSpec, server: BenchServer, tls?: BenchTls): Promise<void> {
   await server.command(['FLUSHALL']);
   await server.command(['CONFIG', 'RESETSTAT']);
   gc();
   const sent = { SET: 0, GET: 0 };
-  const client = await spec.open(server.port);
+  const transport = tls ? 'tls' : 'tcp';
+  const label = TLS_MODE ? `${spec.label} ${transport.toUpperCase()}` : spec.label;
+  const client = await spec.open(server.port, tls);
   try {
     const set = (i: number) => client.set(KEYS[i % KEYSPACE]!, VALUE);
     const get = (i: number) => client.get(KEYS[i % KEYSPACE]!);
@@ -227,9 +257,9 @@ async function benchClient(spec: ClientSpec, server: RedisServerHandle): Promise
         const cpu = process.cpuUsage(cpu0);
         sent[name] += ops;
         const s = summarize(r);
-        record({ client: spec.label, baseline: spec.baseline ?? false, op: name, concurrency: c, inFlight: String(c), ops, bad: r.bad }, s, (cpu.user + cpu.system) / ops);
-        process.stderr.write(`  ${spec.label.padEnd(34)} ${name} c=${String(c).padEnd(3)} ${fmtInt(s.opsPerSec).padStart(9)} ops/s  p50 ${fmtMs(s.p50Ms)}  p99 ${fmtMs(s.p99Ms)} ms${r.bad ? `  (${r.bad} WRONG REPLIES)` : ''}\n`);
-        if (r.bad) failures.push(`${spec.label} ${name} c=${c}: ${r.bad} wrong replies`);
+        record({ client: spec.label, transport, baseline: spec.baseline ?? false, op: name, concurrency: c, inFlight: String(c), ops, bad: r.bad }, s, (cpu.user + cpu.system) / ops);
+        process.stderr.write(`  ${label.padEnd(34)} ${name} c=${String(c).padEnd(3)} ${fmtInt(s.opsPerSec).padStart(9)} ops/s  p50 ${fmtMs(s.p50Ms)}  p99 ${fmtMs(s.p99Ms)} ms${r.bad ? `  (${r.bad} WRONG REPLIES)` : ''}\n`);
+        if (r.bad) failures.push(`${label} ${name} c=${c}: ${r.bad} wrong replies`);
       }
     }
   } finally {
@@ -239,7 +269,7 @@ async function benchClient(spec: ClientSpec, server: RedisServerHandle): Promise
   // look fast by dropping, merging or caching commands.
   const seen = await serverCalls(server);
   if (seen.SET !== sent.SET || seen.GET !== sent.GET) {
-    const msg = `${spec.label}: server counted SET ${seen.SET} / GET ${seen.GET}, client completed SET ${sent.SET} / GET ${sent.GET}`;
+    const msg = `${label}: server counted SET ${seen.SET} / GET ${seen.GET}, client completed SET ${sent.SET} / GET ${sent.GET}`;
     failures.push(msg);
     process.stderr.write(`  MISMATCH ${msg}\n`);
   }
@@ -270,6 +300,7 @@ async function benchRedisBenchmark(server: RedisServerHandle, pipeline: number):
     };
     record({
       client: `redis-benchmark (-c ${conns} -P ${pipeline})`,
+      transport: 'tcp',
       baseline: false,
       op,
       concurrency: conns,
@@ -349,6 +380,96 @@ function printReport(info: ReturnType<typeof systemInfo>, serverVersion: string,
   }
 }
 
+/** --tls report: per client, op and in-flight count, TCP beside TLS (medians over the rounds). */
+function printTlsReport(info: ReturnType<typeof systemInfo>, serverVersion: string, startedLoad: string, pinned: string): void {
+  const pairs = new Map<string, { tcp?: Row; tls?: Row }>();
+  for (const r of cells.values()) {
+    const k = `${r.client}|${r.op}|${r.inFlight}`;
+    pairs.set(k, { ...pairs.get(k), [r.transport]: r });
+  }
+  const opOrder = (op: string) => (op === 'SET' ? 0 : 1);
+  const rows = [...pairs.values()]
+    .filter((p): p is { tcp: Row; tls: Row } => p.tcp !== undefined && p.tls !== undefined)
+    .sort((a, b) => opOrder(a.tcp.op) - opOrder(b.tcp.op) || a.tcp.concurrency - b.tcp.concurrency);
+  const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : '-');
+  const table = markdownTable(
+    ['client', 'op', 'in flight', 'ops/s TCP', 'ops/s TLS', 'TLS/TCP', 'CPU µs/op TCP', 'CPU µs/op TLS', 'CPU TLS/TCP', 'CPU Δ µs/op'],
+    rows.map(({ tcp, tls }) => {
+      const [o0, o1] = [med(tcp).opsPerSec, med(tls).opsPerSec];
+      const [c0, c1] = [median(tcp.cpu), median(tls.cpu)];
+      const delta = c1 - c0;
+      return [tcp.client, tcp.op, tcp.inFlight, fmtInt(o0), fmtInt(o1), ratio(o1, o0), c0.toFixed(2), c1.toFixed(2), ratio(c1, c0), `${delta >= 0 ? '+' : ''}${delta.toFixed(2)}`];
+    }),
+    ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+  );
+  const out: string[] = [
+    '',
+    '## redis-ha-pool standalone benchmark: plain TCP beside TLS',
+    '',
+    `- Node ${info.node} (${process.versions.openssl ? `OpenSSL ${process.versions.openssl}` : 'OpenSSL ?'}), ${info.platform}`,
+    `- CPU: ${info.cpu} (${info.cores} logical cores); load average at start ${startedLoad}`,
+    `- Server: redis-server ${serverVersion} on 127.0.0.1, same machine; a fresh one per transport and round (test/support/topology.ts startStandalone: TLS-only with \`port 0\` + \`tls-port\`, or plain, otherwise the same config); clients verify the server certificate (ECDSA P-256, test CA)`,
+    `- ${fmtInt(OPS)} ops per cell, ${VALUE_BYTES}-byte values, ${fmtInt(KEYSPACE)} keys (same key sequence for every client); warm-up ${fmtInt(WARMUP_OPS)} SET + GET per client and transport; every reply checked, server commandstats must match`,
+    `- in flight = async workers, each awaiting its command before sending the next`,
+    `- ${ROUNDS === 1 ? '1 round' : `${ROUNDS} rounds (transport and client order rotated each round); every figure is the median over the rounds`}; ${pinned}; load average at end ${systemInfo().loadavg}`,
+    '',
+    table,
+    '',
+    'TLS/TCP = ops/s over TLS ÷ ops/s over plain TCP (higher is better; 1.00 = TLS costs nothing). CPU µs/op = user + system time of this Node process ÷ ops (TLS encryption runs on the Node main thread, so it shows here), CPU TLS/TCP its ratio (lower is better) and CPU Δ what TLS adds per op in absolute terms (a fixed cost per op weighs more, relatively, on a client that spends less per op).',
+  ];
+  if (ROUNDS > 1) {
+    out.push('', 'ops/s per round (noise check):', '', markdownTable(
+      ['client', 'transport', 'op', 'in flight', ...Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`), 'max/min'],
+      rows.flatMap(({ tcp, tls }) => [tcp, tls]).map((r) => {
+        const xs = r.runs.map((s) => s.opsPerSec);
+        return [r.client, r.transport.toUpperCase(), r.op, r.inFlight, ...xs.map(fmtInt), (Math.max(...xs) / Math.min(...xs)).toFixed(2)];
+      }),
+      ['left', 'left', 'left', 'right', ...Array.from({ length: ROUNDS + 1 }, () => 'right' as const)],
+    ));
+  }
+  if (failures.length) out.push(`\nFAILURES:\n- ${failures.join('\n- ')}`);
+  process.stdout.write(out.join('\n') + '\n');
+  const jsonPath = process.env.BENCH_JSON;
+  if (jsonPath) writeFileSync(jsonPath, JSON.stringify({ info, serverVersion, ops: OPS, rounds: ROUNDS, rows: [...cells.values()].map((r) => ({ ...r, s: med(r) })) }, null, 2));
+}
+
+/** --tls: each round, a fresh plain server and a fresh TLS-only one (order alternating), every client on each. */
+async function mainTls(info: ReturnType<typeof systemInfo>, startedLoad: string, pinned: string, serverCpus: string | undefined): Promise<void> {
+  // The test harness (loaded only here, so the default bench does not depend on it).
+  const { makeTestCerts, startStandalone } = await import('../support/topology.js');
+  const { sendCommand } = await import('../support/mini-client.js');
+  const certs = await makeTestCerts();
+  const specs = CLIENTS.filter((c) => !ONLY || ONLY.has(c.id));
+  let version = '?';
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const transport of round % 2 ? (['tls', 'tcp'] as const) : (['tcp', 'tls'] as const)) {
+      const topo = await startStandalone(transport === 'tls' ? { tls: { certs } } : {});
+      try {
+        const pid = topo.server.pid;
+        if (serverCpus && pid !== undefined && spawnSync('taskset', ['-a', '-p', '-c', serverCpus, String(pid)], { stdio: 'ignore' }).status !== 0) {
+          throw new Error(`BENCH_PIN=1: taskset failed for redis-server pid ${pid}.`);
+        }
+        // The harness's mini-client goes over TLS by itself for a TLS topology's nodes.
+        const server: BenchServer = { host: topo.server.host, port: topo.server.port, command: (a) => sendCommand(topo.address, a, { timeoutMs: 10_000 }) };
+        version = parseInfo(String(await server.command(['INFO', 'server']))).redis_version ?? '?';
+        process.stderr.write(`${ROUNDS > 1 ? `round ${round + 1}/${ROUNDS}: ` : ''}${transport.toUpperCase()} redis-server ${version} pid ${pid} on ${topo.server.host}:${topo.server.port}\n`);
+        const order = specs.map((_, i) => specs[(i + round) % specs.length]!);
+        for (const spec of order) {
+          try {
+            await benchClient(spec, server, transport === 'tls' ? { ca: certs.ca.cert } : undefined);
+          } catch (err) {
+            failures.push(`${spec.label} ${transport.toUpperCase()} (round ${round + 1}): ${(err as Error).stack ?? err}`);
+            process.stderr.write(`  ${spec.label} ${transport.toUpperCase()} FAILED: ${(err as Error).message}\n`);
+          }
+        }
+      } finally {
+        await topo.stop();
+      }
+    }
+  }
+  printTlsReport(info, version, startedLoad, pinned);
+}
+
 async function main(): Promise<void> {
   installCleanupHandlers();
   const info = systemInfo();
@@ -361,6 +482,12 @@ async function main(): Promise<void> {
     CLIENT_CPUS = `0-${info.cores - 2}`;
     if (!pinSelf(CLIENT_CPUS)) throw new Error('BENCH_PIN=1: taskset failed.');
     pinned = `pinned: redis-server on CPU ${serverCpus}, Node and redis-benchmark on CPU ${CLIENT_CPUS}`;
+  }
+  if (TLS_MODE) {
+    process.stderr.write(`--tls; node ${info.node}; ${info.cpu}; ${pinned}\n`);
+    await mainTls(info, startedLoad, pinned, serverCpus);
+    if (failures.length) process.exitCode = 1;
+    return;
   }
   const server = await startRedisServer({ cpus: serverCpus });
   process.stderr.write(`redis-server ${server.version} pid ${server.pid} on 127.0.0.1:${server.port}; node ${info.node}; ${info.cpu}; ${pinned}\n`);

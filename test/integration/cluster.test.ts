@@ -31,7 +31,7 @@ describe('ClusterPool: creation and options', () => {
     await expect(ClusterPool.create(topo.seeds, { refresh: { minInterval: 'x' as never } })).rejects.toThrow(/refresh\.minInterval/);
     await expect(ClusterPool.create(topo.seeds, { readFrom: 'any' as never })).rejects.toThrow(/readFrom/);
     await expect(ClusterPool.create(topo.seeds, { splitMultiKey: 1 as never })).rejects.toThrow(/splitMultiKey/);
-    await expect(ClusterPool.create(topo.seeds, { db: 1 })).rejects.toThrow(/db/);
+    await expect(ClusterPool.create(topo.seeds, { db: 1 } as never)).rejects.toThrow(/db/);
     await expect(ClusterPool.create(topo.seeds, { natMap: 5 as never })).rejects.toThrow(/natMap/);
     await expect(ClusterPool.create(topo.seeds, { bogus: 1 } as never)).rejects.toThrow(/bogus/);
   });

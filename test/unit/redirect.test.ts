@@ -111,10 +111,10 @@ describe('decideRedirect', () => {
     expect(decideRedirect(err, ctx({ readOnly: true, idempotent: true }))).toEqual({ action: 'fail', error: err, exhausted: false });
   });
 
-  it('treats a protocol error as an uncertain write', () => {
-    const err = new ProtocolError('bad type byte');
+  it('never resends a command whose own reply was refused (ProtocolError), even read-only or idempotent', () => {
+    const err = new ProtocolError('A reply length of 52428800 exceeds maxReplyBytes (10485760).');
     expect(decideRedirect(err, ctx({ sent: false }))).toEqual({ action: 'fail', error: err, exhausted: false });
-    expect(decideRedirect(err, ctx({ readOnly: true }))).toEqual({ action: 'retry-elsewhere', refresh: true });
+    expect(decideRedirect(err, ctx({ readOnly: true, idempotent: true }))).toEqual({ action: 'fail', error: err, exhausted: false });
   });
 
   it('fails with exhausted: true once the budget is spent, for every retrying decision', () => {
