@@ -364,34 +364,27 @@ export class Connection extends EventEmitter<ConnectionEvents> {
    * `RedisError`; a connection failure with `ConnectionError` / `UncertainWriteError`.
    */
   send(args: readonly Arg[], options?: SendOptions): Promise<Reply> {
+    // Refusals come first, outside the promise executor: a refused command's arguments are
+    // not kept alive by anything the caller holds (a flood refuses millions of them).
+    if (this.isClosed) {
+      return Promise.reject(new ConnectionError(`Connection to ${this.label} is closed; the command was not sent.`, { cause: this.closedError, address: this.address }));
+    }
+    if (this.retiredBy !== undefined) {
+      return Promise.reject(new ConnectionError(`${String(args[0])} was not sent: ${this.retiredBy.message}`, { cause: this.retiredBy, address: this.address }));
+    }
+    const signal = options?.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    let encoded: string | Array<string | Buffer>;
+    try {
+      encoded = encodeCommand(args);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    const name = typeof args[0] === 'string' ? args[0] : String(args[0]);
+    const size = typeof encoded === 'string' ? encoded.length : partsSize(encoded);
+    const refusal = this.overLimit(name, size);
+    if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise<Reply>((resolve, reject) => {
-      if (this.isClosed) {
-        reject(new ConnectionError(`Connection to ${this.label} is closed; the command was not sent.`, { cause: this.closedError, address: this.address }));
-        return;
-      }
-      if (this.retiredBy !== undefined) {
-        reject(new ConnectionError(`${String(args[0])} was not sent: ${this.retiredBy.message}`, { cause: this.retiredBy, address: this.address }));
-        return;
-      }
-      const signal = options?.signal;
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      let encoded;
-      try {
-        encoded = encodeCommand(args);
-      } catch (e) {
-        reject(e as Error);
-        return;
-      }
-      const name = typeof args[0] === 'string' ? args[0] : String(args[0]);
-      const size = typeof encoded === 'string' ? encoded.length : partsSize(encoded);
-      const refusal = this.overLimit(name, size);
-      if (refusal !== undefined) {
-        reject(refusal);
-        return;
-      }
       const subscribe = name.length >= 9 && name.length <= 10 && SUBSCRIBE_RE.test(name);
       const cmd = new Command(name, encoded, resolve, reject, options?.returnBuffers ?? false, options?.blocking ?? false, subscribe, signal, options?.onAttributes);
       cmd.size = size;
@@ -466,8 +459,14 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       if (cmd.blocking) this.blockingInflight++;
       this.inflight.push(cmd);
       const e = cmd.encoded;
-      if (typeof e === 'string') text += e;
-      else {
+      if (typeof e === 'string') {
+        text += e;
+        // One string per write keeps syscalls few, but V8 strings top out near 512 MiB.
+        if (text.length > FLUSH_STRING_LIMIT) {
+          (parts ??= []).push(text);
+          text = '';
+        }
+      } else {
         parts ??= [];
         if (text) parts.push(text);
         text = '';
@@ -708,6 +707,9 @@ function scrubSecret(err: RedisError, secret: string): RedisError {
   if (secret === '' || !err.message.includes(secret)) return err;
   return new RedisError(err.message.split(secret).join('[redacted]'), { address: err.address });
 }
+
+/** Above this, queued command text is written as several strings. */
+const FLUSH_STRING_LIMIT = 64 * 1024 * 1024;
 
 /** Cheap pre-check (first letter and length) for MULTI, EXEC, DISCARD, RESET: the hot path skips the rest. */
 function mayTouchTransaction(name: string): boolean {

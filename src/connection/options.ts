@@ -117,8 +117,10 @@ export function resolveConnectionOptions(
   checkNumber(n('maxReplyBytes'), o.maxReplyBytes, { min: 1024 });
   checkNumber(n('pingInterval'), o.pingInterval, { max: MAX_TIMER });
   checkNumber(n('keepAlive'), o.keepAlive, { max: MAX_TIMER });
+  // Node rounds the delay down to whole seconds, and 0 s means the OS default (often 2 hours).
+  if (o.keepAlive !== undefined && o.keepAlive > 0 && o.keepAlive < 1000) throw new TypeError(`Option ${n('keepAlive')} must be 0 (off) or at least 1000 ms (got ${o.keepAlive}); the OS counts keepalive in whole seconds.`);
   checkNumber(n('maxPending'), o.maxPending, { min: 1 });
-  checkNumber(n('maxPendingBytes'), o.maxPendingBytes, { min: 1024 });
+  checkNumber(n('maxPendingBytes'), o.maxPendingBytes, { min: 1024, max: 2 ** 32 });
   const tlsOpt = o.tls ?? fromUrl.tls;
   return {
     auth: o.credentials

@@ -21,6 +21,11 @@ export class Gate {
     private readonly maxQueued: number,
     private readonly queueTimeout: number,
     private readonly describe: () => string,
+    /**
+     * Asked when a command has waited `queueTimeout`: resolves true when the pool may go on
+     * (it then opens the gate), false to refuse the command as usual.
+     */
+    private readonly onStall?: () => Promise<boolean>,
   ) {}
 
   get isOpen(): boolean {
@@ -66,9 +71,20 @@ export class Gate {
         w.cleanup?.();
         reject(e);
       };
+      const refuse = (waited: number, byQueueTimeout: boolean) => {
+        const msg = `${command} waited ${waited} ms for ${this.describe()} and was not sent`;
+        drop(byQueueTimeout ? new QueueFullError(`${msg} (queueTimeout ${this.queueTimeout} ms).`) : new TimeoutError(`${msg} (its deadline passed).`, { sent: false }));
+      };
       w.timer = setTimeout(() => {
-        const msg = `${command} waited ${limit} ms for ${this.describe()} and was not sent`;
-        drop(byQueue ? new QueueFullError(`${msg} (queueTimeout ${this.queueTimeout} ms).`) : new TimeoutError(`${msg} (its deadline passed).`, { sent: false }));
+        if (!byQueue || !this.onStall) return refuse(limit, byQueue);
+        // The pool may know a way on (the last verified master still answers): ask, within the deadline.
+        const rest = remaining(call);
+        w.timer = rest === Infinity ? undefined : setTimeout(() => refuse(limit + Math.round(rest), false), Math.max(0, rest));
+        this.onStall().then((ok) => {
+          if (!ok && this.waiters.includes(w)) refuse(limit, true);
+        }, () => {
+          if (this.waiters.includes(w)) refuse(limit, true);
+        });
       }, limit);
       if (call.signal) {
         const s = call.signal;

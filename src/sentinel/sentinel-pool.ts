@@ -84,6 +84,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private replicaPools: NodePool[] = [];
   private replicaRr = 0;
   private onMasterFallback = false;
+  private stallCheck: Promise<boolean> | undefined;
   private replicaRefresh: Promise<void> | undefined;
   private watching: NodeAddress | undefined;
   private readonly closeSignal = new AbortController();
@@ -92,7 +93,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     super();
     this.o = o;
     this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap };
-    this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`);
+    this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.onGateStall());
     this.node = this.makeNode(master, true);
     this.dispatcher = o.role === 'replica' ? new ReplicaDispatcher(this) : new MasterDispatcher(this);
   }
@@ -380,6 +381,33 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     if (this.closed) return false;
     this.applyMaster(answer, reason);
     return true;
+  }
+
+  /**
+   * Commands have waited `queueTimeout` for a confirmation that has not come (the sentinels do
+   * not answer): go on with the last verified master if it still answers ROLE master. Never
+   * while a failover is announced (its fence holds writes) or after the master said READONLY.
+   */
+  private onGateStall(): Promise<boolean> {
+    if (this.fence || this.closed || this.o.role !== 'master') return Promise.resolve(false);
+    this.stallCheck ??= verifyMaster(this.node.target, this.o.probe).then(
+      () => {
+        if (this.fence || this.closed) return false;
+        if (!this.gate.isOpen) {
+          this.node.reconnectLanes();
+          this.gate.open();
+          this.emit('error', new ConnectionError(
+            `The master of "${this.o.masterName}" could not be confirmed through the sentinels within queueTimeout (${this.o.queueTimeout} ms); commands go on to the last verified master ${key(this.node.target)}, which still answers ROLE master.`,
+            { address: { ...this.node.target } },
+          ));
+        }
+        return true;
+      },
+      () => false,
+    ).finally(() => {
+      this.stallCheck = undefined;
+    });
+    return this.stallCheck;
   }
 
   private applyMaster(address: NodeAddress, reason: DetectedBy): void {

@@ -265,6 +265,7 @@ describe('option limits', () => {
   it.each<[string, StandaloneOptions, RegExp]>([
     ['pingInterval beyond a timer', { pingInterval: 2 ** 31 }, /Option pingInterval/],
     ['keepAlive negative', { keepAlive: -1 }, /Option keepAlive/],
+    ['keepAlive below a second', { keepAlive: 500 }, /Option keepAlive must be 0 \(off\) or at least 1000 ms/],
     ['maxPending 0', { maxPending: 0 }, /Option maxPending/],
     ['maxPendingBytes tiny', { maxPendingBytes: 10 }, /Option maxPendingBytes/],
     ['socketTimeout beyond a timer', { socketTimeout: 2 ** 31 }, /Option socketTimeout/],
