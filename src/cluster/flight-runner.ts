@@ -1,5 +1,5 @@
 import type { Connection, SendOptions } from '../connection/connection.js';
-import { AuthenticationError, ConnectionError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { AuthenticationError, ConnectionError, overloadError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import { laneWithin, withinDeadline } from '../pool/lane-dispatcher.js';
 import type { NodePool } from '../pool/node-pool.js';
@@ -30,6 +30,8 @@ export function sendAsking(conn: Connection, opts: SendOptions): void {
  * loops from the same steps ({@link onFailure}, {@link pause}, {@link checkTime}, …).
  */
 export class FlightRunner {
+  /** Flights sleeping before their next attempt. */
+  private pausing = 0;
   constructor(
     readonly h: ClusterHost,
     readonly router: Router,
@@ -115,7 +117,19 @@ export class FlightRunner {
     const d = this.onFailure(f, err, address, call, started);
     if (d.action === 'fail') throw giveUpError(f, d, reported, this.h.o.maxRedirections);
     const delay = retryDelay(d, f, this.h.o);
-    if (delay > 0) await this.pause(delay, call, () => this.shouldWake(f, next()));
+    if (delay <= 0) return;
+    // Commands waiting to retry are a queue too (a cluster that is down holds every caller).
+    if (this.pausing >= this.h.o.data.maxPending) {
+      // A command that may have run keeps its own error: "refused" would claim it did not.
+      if (err instanceof UncertainWriteError || (err instanceof TimeoutError && err.sent)) throw reported;
+      throw overloadError(`${String(f.args[0])} was not retried: ${this.pausing} commands already wait to retry (maxPending ${this.h.o.data.maxPending}); last error: ${(err as Error)?.message ?? String(err)}`);
+    }
+    this.pausing++;
+    try {
+      await this.pause(delay, call, () => this.shouldWake(f, next()));
+    } finally {
+      this.pausing--;
+    }
   }
 
   /** See {@link pauseBeforeRetry}. */
