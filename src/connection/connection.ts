@@ -318,14 +318,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     this.retiredBy = reason;
     // Commands queued this tick but not yet written must not reach the old node after the
     // switch: they leave now, provably unsent, for the caller to send to the new one.
-    const queued = this.toWrite;
-    this.toWrite = [];
-    this.queuedBytes = 0;
-    for (const cmd of queued) {
-      if (cmd.state === SETTLED) continue;
-      this.settle(cmd);
-      cmd.reject(new ConnectionError(`${cmd.name} was not sent: ${reason.message}`, { cause: reason, address: this.address }));
-    }
+    this.dropQueued((cmd) => new ConnectionError(`${cmd.name} was not sent: ${reason.message}`, { cause: reason, address: this.address }));
     this.usable.abort(reason);
   }
 
@@ -572,6 +565,18 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     }
   }
 
+  /** Rejects every command not yet written (provably unsent) with `why(cmd)`. */
+  private dropQueued(why: (cmd: Command) => Error): void {
+    const queued = this.toWrite;
+    this.toWrite = [];
+    this.queuedBytes = 0;
+    for (const cmd of queued) {
+      if (cmd.state === SETTLED) continue;
+      this.settle(cmd);
+      cmd.reject(why(cmd));
+    }
+  }
+
   private settle(cmd: Command): void {
     cmd.state = SETTLED;
     if (cmd.abort) cmd.abort();
@@ -672,14 +677,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       this.settle(cmd);
       cmd.reject(new UncertainWriteError(`${cmd.name} was sent to ${label} but the connection closed before its reply${why}; it may have executed.`, { cause: error, address: this.address }));
     }
-    const queued = this.toWrite;
-    this.toWrite = [];
-    this.queuedBytes = 0;
-    for (const cmd of queued) {
-      if (cmd.state === SETTLED) continue;
-      this.settle(cmd);
-      cmd.reject(new ConnectionError(`${cmd.name} was not sent: the connection to ${label} closed${why}.`, { cause: error, address: this.address }));
-    }
+    this.dropQueued((cmd) => new ConnectionError(`${cmd.name} was not sent: the connection to ${label} closed${why}.`, { cause: error, address: this.address }));
     if (!this.usable.signal.aborted) this.usable.abort(error ?? new ConnectionError(`Connection to ${this.label} was closed.`, { address: this.address }));
     this.emit('close', error);
     this.removeAllListeners('push');
