@@ -11,7 +11,8 @@ import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.
 import { Fifo } from './queue.js';
 import type { Credentials } from './credentials.js';
 import type { ResolvedConnectionOptions } from './options.js';
-import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
+import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
+import { tlsHint } from './tls-errors.js';
 
 /** Per-command options understood by a connection. */
 export interface SendOptions {
@@ -212,58 +213,14 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   }
 
   private async handshake(creds: Credentials | null, extra: Arg[][], verify: boolean): Promise<void> {
-    const o = this.opts;
-    const steps: Array<{ args: Arg[]; what: string }> = [];
-    if (o.protocol === 3) {
-      const hello: Arg[] = ['HELLO', '3'];
-      if (creds) hello.push('AUTH', creds.username ?? 'default', creds.password);
-      if (o.clientName) hello.push('SETNAME', o.clientName);
-      steps.push({ args: hello, what: 'HELLO 3' });
-    } else {
-      if (creds) steps.push({ args: authArgs(creds), what: 'AUTH' });
-      if (o.clientName) steps.push({ args: ['CLIENT', 'SETNAME', o.clientName], what: 'CLIENT SETNAME' });
-    }
-    if (o.db) steps.push({ args: ['SELECT', o.db], what: `SELECT ${o.db}` });
-    for (const args of extra) steps.push({ args, what: String(args[0]) });
-    // PING proves a Redis answers (not some other service, nor one that wants a password we lack).
-    if (verify) steps.push({ args: ['PING'], what: 'PING' });
+    const steps = handshakeSteps(this.opts, creds, extra, verify);
     if (steps.length === 0) return;
     // One write for the whole handshake; the first failure is the one reported.
     const results = await Promise.all(steps.map((s) => this.send(s.args, { timeout: 0 }).then((v) => v, (e: Error) => e)));
+    const context = { label: this.label, address: this.address, creds, tls: this.opts.tls !== undefined, closedError: this.closedError };
     for (let i = 0; i < steps.length; i++) {
-      let r = results[i];
-      if (!(r instanceof Error)) continue;
-      // Old servers echo an unknown command's arguments ("HELLO 3 AUTH user <password>").
-      if (creds && r instanceof RedisError) r = scrubSecret(r, creds.password);
-      const step = steps[i]!;
-      if (!(r instanceof RedisError)) {
-        // Bytes that are not RESP surface as the protocol error itself, the clearest diagnosis.
-        if (this.closedError instanceof ProtocolError || this.closedError instanceof TimeoutError) throw this.closedError;
-        // A handshake command is ours, not the user's: a connection lost here is a failed
-        // connect (a TLS alert such as "certificate required" arrives only after our first
-        // write under TLS 1.3), never an uncertain write.
-        const root = (this.closedError?.cause as Error | undefined) ?? this.closedError ?? r;
-        throw new ConnectionError(handshakeClosedMessage(this.label, step.what, root, o.tls !== undefined), { cause: root, address: this.address });
-      }
-      const user = creds?.username ?? 'default';
-      // Any other error reply to PING still proves a RESP server answered.
-      if (step.what === 'PING' && r.code !== 'NOAUTH') continue;
-      if (r.code === 'NOAUTH' && creds === null) {
-        throw new AuthenticationError(
-          `${this.label} requires authentication (${clause(r.message)}) and no password was given; set the password option (and username for an ACL user).`,
-          { cause: r, address: this.address },
-        );
-      }
-      if (r.code === 'WRONGPASS' || r.code === 'NOAUTH' || /AUTH|password/i.test(r.message) && (step.what === 'AUTH' || step.what === 'HELLO 3')) {
-        throw new AuthenticationError(
-          `Authentication failed for user "${user}" at ${this.label}: ${clause(r.message)}. Check username and password.`,
-          { cause: r, address: this.address },
-        );
-      }
-      if (step.what === 'HELLO 3' && (r.code === 'NOPROTO' || /unknown command/i.test(r.message))) {
-        throw new ConnectionError(`${this.label} does not support RESP3 (HELLO 3 failed: ${r.message}); use protocol: 2.`, { cause: r, address: this.address });
-      }
-      throw new ConnectionError(`Handshake with ${this.label} failed at ${step.what}: ${r.message}`, { cause: r, address: this.address });
+      const err = handshakeError(steps[i]!, results[i], context);
+      if (err) throw err;
     }
   }
 
@@ -700,12 +657,6 @@ export class Connection extends EventEmitter<ConnectionEvents> {
   }
 }
 
-/** The same server error without `secret` in its message (a reply that echoed our AUTH arguments). */
-function scrubSecret(err: RedisError, secret: string): RedisError {
-  if (secret === '' || !err.message.includes(secret)) return err;
-  return new RedisError(err.message.split(secret).join('[redacted]'), { address: err.address });
-}
-
 /** Above this, queued command text is written as several strings. */
 const FLUSH_STRING_LIMIT = 64 * 1024 * 1024;
 
@@ -722,10 +673,6 @@ function partsSize(parts: ReadonlyArray<string | Buffer>): number {
   return n;
 }
 
-function authArgs(creds: Credentials): Arg[] {
-  return creds.username ? ['AUTH', creds.username, creds.password] : ['AUTH', creds.password];
-}
-
 /** Surfaces a user callback's exception as an uncaught error, outside the decoder. */
 function rethrowLater(e: unknown): void {
   process.nextTick(() => {
@@ -733,7 +680,3 @@ function rethrowLater(e: unknown): void {
   });
 }
 
-/** A message as a clause inside a longer sentence: without its final period. */
-function clause(message: string): string {
-  return message.endsWith('.') ? message.slice(0, -1) : message;
-}

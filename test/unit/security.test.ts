@@ -7,10 +7,11 @@ import { describe, expect, it } from 'vitest';
 import { parseAddress, redactAddress } from '../../src/address.js';
 import { Auth } from '../../src/connection/credentials.js';
 import { resolveConnectionOptions } from '../../src/connection/options.js';
+import { handshakeError, handshakeSteps } from '../../src/connection/handshake.js';
 import { handshakeClosedMessage, tlsHint } from '../../src/connection/tls-errors.js';
 import { resolveClusterOptions } from '../../src/cluster/options.js';
 import { resolveSentinelOptions } from '../../src/sentinel/options.js';
-import { AuthenticationError } from '../../src/index.js';
+import { AuthenticationError, ConnectionError, RedisError, UncertainWriteError } from '../../src/index.js';
 
 const SECRET = 'CANARY-s3cr3t-7f1d';
 
@@ -174,5 +175,41 @@ describe('credential holders never print a secret', () => {
     }, 1000);
     await a.resolve({ address: { host: 'h', port: 1 }, role: 'replica' });
     expect(seen).toEqual([{ address: { host: 'h', port: 1 }, role: 'replica' }]);
+  });
+});
+
+describe('handshakeError: what a handshake reply means', () => {
+  const ctx = (over: Partial<Parameters<typeof handshakeError>[2]> = {}) => ({
+    label: '127.0.0.1:6379', address: { host: '127.0.0.1', port: 6379 }, creds: { username: 'app', password: SECRET }, tls: false, closedError: undefined, ...over,
+  });
+  const step = (what: string) => ({ args: [what], what });
+  it.each<[string, string, unknown, Partial<Parameters<typeof handshakeError>[2]>, string | undefined, RegExp | undefined]>([
+    ['an OK reply', 'AUTH', 'OK', {}, undefined, undefined],
+    ['WRONGPASS', 'AUTH', new RedisError('WRONGPASS invalid username-password pair'), {}, 'AuthenticationError', /user "app" at 127\.0\.0\.1:6379/],
+    ['NOAUTH without credentials', 'PING', new RedisError('NOAUTH Authentication required.'), { creds: null }, 'AuthenticationError', /no password was given/],
+    ['a refused PING (ACL) still proves a Redis', 'PING', new RedisError('NOPERM no permissions to run ping'), {}, undefined, undefined],
+    ['HELLO unknown (Redis 5)', 'HELLO 3', new RedisError(`ERR unknown command 'HELLO', with args beginning with: '3' 'AUTH' 'app' '${SECRET}'`), {}, 'ConnectionError', /does not support RESP3.*\[redacted\]/],
+    ['a refused CLIENT SETNAME', 'CLIENT SETNAME', new RedisError("NOPERM no permissions to run the 'client|setname' command"), {}, 'ConnectionError', /failed at CLIENT SETNAME/],
+    ['the connection lost with a TLS alert', 'PING', new UncertainWriteError('PING was sent'), { tls: true, closedError: new ConnectionError('x', { cause: Object.assign(new Error('tlsv13 alert certificate required'), { code: 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' }) }) }, 'ConnectionError', /TLS handshake .* client certificate/],
+  ])('%s', (_n, what, outcome, over, name, message) => {
+    const e = handshakeError(step(what), outcome, ctx(over));
+    if (name === undefined) {
+      expect(e).toBeUndefined();
+      return;
+    }
+    expect(e?.name).toBe(name);
+    expect(e?.message).toMatch(message!);
+    expect(e).not.toBeInstanceOf(UncertainWriteError);
+    expect(util.inspect(e, { depth: 10 })).not.toContain(SECRET);
+  });
+
+  it('builds HELLO 3 with AUTH and SETNAME, or AUTH then CLIENT SETNAME, then SELECT, extras and PING', () => {
+    const o3 = resolveConnectionOptions({ protocol: 3, clientName: 'n', db: 2 });
+    expect(handshakeSteps(o3, { username: 'u', password: 'p' }, [['READONLY']], true).map((s) => s.args)).toEqual([
+      ['HELLO', '3', 'AUTH', 'u', 'p', 'SETNAME', 'n'], ['SELECT', 2], ['READONLY'], ['PING'],
+    ]);
+    const o2 = resolveConnectionOptions({ clientName: 'n' });
+    expect(handshakeSteps(o2, { password: 'p' }, [], false).map((s) => s.args)).toEqual([['AUTH', 'p'], ['CLIENT', 'SETNAME', 'n']]);
+    expect(handshakeSteps(resolveConnectionOptions({}), null, [], false)).toEqual([]);
   });
 });
