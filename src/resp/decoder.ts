@@ -49,12 +49,13 @@ export class RespDecoder {
   private readonly max: number;
   private readonly opts: DecoderOptions;
   private stack: Frame[] = [];
-  private carry: Buffer | undefined;
+  // The start of a header line whose end has not arrived yet.
+  private carry: Pieces | undefined;
   private buffers = false;
   private attributes: Map<Reply, Reply> | undefined;
   private dead = false;
   // A bulk body being collected across chunks.
-  private bulkParts: Buffer[] | undefined;
+  private bulkParts: Pieces | undefined;
   private bulkNeed = 0;
   private bulkType = 0;
 
@@ -80,26 +81,38 @@ export class RespDecoder {
 
   /** Bytes held while waiting for the rest of a value (for tests and stats). */
   get bufferedBytes(): number {
-    let n = this.carry?.length ?? 0;
-    if (this.bulkParts) for (const p of this.bulkParts) n += p.length;
-    return n;
+    return (this.carry?.length ?? 0) + (this.bulkParts?.length ?? 0);
   }
 
   private run(chunk: Buffer): void {
     let buf = chunk;
     let pos = 0;
     if (this.bulkParts !== undefined) {
-      const take = Math.min(this.bulkNeed, chunk.length);
-      this.bulkParts.push(chunk.subarray(0, take));
-      this.bulkNeed -= take;
-      if (this.bulkNeed > 0) return;
-      const body = Buffer.concat(this.bulkParts);
+      const take = this.bulkNeed;
+      if (take > chunk.length) {
+        this.bulkParts.add(chunk);
+        this.bulkNeed -= chunk.length;
+        return;
+      }
+      const body = this.bulkParts.join(chunk.subarray(0, take));
       this.bulkParts = undefined;
       if (body[body.length - 2] !== CR || body[body.length - 1] !== LF) throw new ProtocolError('A bulk string is not followed by CRLF.');
       this.complete(this.bulkValue(this.bulkType, body, 0, body.length - 2));
       pos = take;
     } else if (this.carry !== undefined) {
-      buf = Buffer.concat([this.carry, chunk]);
+      const carry = this.carry;
+      // Still no end of line (past its type byte the carry holds no CR, but maybe as its last
+      // byte): keep the chunk and join once the end arrives, so that a long line fed in small
+      // chunks costs linear time, not a copy and a scan of everything so far per chunk.
+      if (carry.last !== CR) {
+        const cr = chunk.indexOf(CR);
+        if (cr === -1 || cr === chunk.length - 1) {
+          carry.add(chunk);
+          if (carry.length > this.max) throw new ProtocolError(`A reply line is longer than maxReplyBytes (${this.max}).`);
+          return;
+        }
+      }
+      buf = carry.join(chunk);
       this.carry = undefined;
     }
     const len = buf.length;
@@ -111,9 +124,11 @@ export class RespDecoder {
       const cr = buf.indexOf(CR, pos + 1);
       if (cr === -1 || cr + 1 >= len) {
         if (len - start > this.max) throw new ProtocolError(`A reply line is longer than maxReplyBytes (${this.max}).`);
-        this.carry = buf.subarray(start);
+        this.carry = new Pieces(buf.subarray(start));
         return;
       }
+      // The same limit on a line that arrived whole, so that the outcome does not depend on where the chunks were cut.
+      if (cr - start >= this.max) throw new ProtocolError(`A reply line is longer than maxReplyBytes (${this.max}).`);
       if (buf[cr + 1] !== LF) throw new ProtocolError('A reply line ends with CR without LF.');
       const next = cr + 2;
       let value: DecodedValue | typeof OPENED | typeof NOTHING;
@@ -139,7 +154,7 @@ export class RespDecoder {
           const end = next + n;
           if (end + 2 > len) {
             // Body incomplete: collect the rest chunk by chunk.
-            this.bulkParts = [buf.subarray(next)];
+            this.bulkParts = new Pieces(buf.subarray(next));
             this.bulkNeed = end + 2 - len;
             this.bulkType = type;
             return;
@@ -253,6 +268,80 @@ export class RespDecoder {
         return NOTHING;
       }
     }
+  }
+}
+
+/** Pieces of at least this many bytes are held as they came; smaller ones are copied together. */
+const SMALL_PIECE = 1024;
+const TAIL_MIN = 2048;
+const TAIL_MAX = 64 * 1024;
+
+/**
+ * Bytes held across chunks until a line or a bulk body is complete, then joined once.
+ * Large pieces are kept as they are (no copy); small ones are copied into a shared tail
+ * buffer, so that a value arriving in many tiny chunks costs about its own size in memory,
+ * not a Buffer object (and its backing store) per chunk.
+ */
+class Pieces {
+  length = 0;
+  /** The last byte added (-1 while empty). */
+  last = -1;
+  private readonly list: Buffer[] = [];
+  private tail: Buffer | undefined;
+  private used = 0;
+
+  /** The first piece (the rest of the chunk that started the value) is held as it is. */
+  constructor(first: Buffer) {
+    const n = first.length;
+    if (n === 0) return;
+    this.length = n;
+    this.last = first[n - 1]!;
+    this.list.push(first);
+  }
+
+  add(b: Buffer): void {
+    const n = b.length;
+    if (n === 0) return;
+    this.length += n;
+    this.last = b[n - 1]!;
+    if (n >= SMALL_PIECE) {
+      this.seal();
+      this.list.push(b);
+      return;
+    }
+    let t = this.tail;
+    if (t === undefined) {
+      t = this.tail = Buffer.allocUnsafe(TAIL_MIN);
+    } else if (this.used + n > t.length) {
+      if (t.length < TAIL_MAX) {
+        const grown = Buffer.allocUnsafe(t.length * 2);
+        t.copy(grown, 0, 0, this.used);
+        t = this.tail = grown;
+      } else {
+        this.seal();
+        t = this.tail = Buffer.allocUnsafe(TAIL_MAX);
+      }
+    }
+    b.copy(t, this.used);
+    this.used += n;
+  }
+
+  /** Everything added, then `extra`, as one Buffer. */
+  join(extra?: Buffer): Buffer {
+    const list = this.list;
+    if (this.tail !== undefined) list.push(this.tail.subarray(0, this.used));
+    this.tail = undefined;
+    if (extra !== undefined) list.push(extra);
+    return list.length === 1 ? list[0]! : Buffer.concat(list, this.length + (extra?.length ?? 0));
+  }
+
+  private seal(): void {
+    const t = this.tail;
+    if (t === undefined) return;
+    // A mostly empty tail is copied out at its size rather than held whole.
+    if (this.used > 0) this.list.push(this.used * 2 < t.length ? Buffer.from(t.subarray(0, this.used)) : t.subarray(0, this.used));
+    this.tail = undefined;
+    this.used = 0;
   }
 }
 
