@@ -12,6 +12,7 @@ import { Fifo } from './queue.js';
 import type { Credentials } from './credentials.js';
 import type { ResolvedConnectionOptions } from './options.js';
 import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
+import { scheduleFlush, type Flushable } from './flush-scheduler.js';
 import { tlsHint } from './tls-errors.js';
 
 /** Per-command options understood by a connection. */
@@ -80,12 +81,13 @@ let nextId = 1;
 /**
  * One socket to one node with a FIFO of in-flight commands.
  *
- * Commands sent in the same tick are written with one socket write (automatic pipelining).
+ * Commands sent during one event-loop turn are written with one socket write per connection,
+ * all connections together at the end of the turn (automatic pipelining; see flush-scheduler.ts).
  * A connection never reconnects: when it breaks it rejects what it holds and closes, and
  * its owner (a pool or a lane) makes a new one. Commands that were never written reject
  * with `ConnectionError` (safe to retry); written ones with `UncertainWriteError`.
  */
-export class Connection extends EventEmitter<ConnectionEvents> {
+export class Connection extends EventEmitter<ConnectionEvents> implements Flushable {
   /** Unique id, for logs and stats. */
   readonly id = nextId++;
   /** Set by the pool that owns it: the target generation it was made for. */
@@ -369,7 +371,7 @@ export class Connection extends EventEmitter<ConnectionEvents> {
       }
       if (!this.flushScheduled) {
         this.flushScheduled = true;
-        process.nextTick(() => this.flush());
+        scheduleFlush(this);
       }
     });
   }
@@ -391,6 +393,11 @@ export class Connection extends EventEmitter<ConnectionEvents> {
     const upper = name.toUpperCase();
     if (upper === 'MULTI') this.inMulti = true;
     else if (upper === 'EXEC' || upper === 'DISCARD' || upper === 'RESET') this.inMulti = false;
+  }
+
+  /** @internal Called by the flush scheduler. */
+  flushQueued(): void {
+    this.flush();
   }
 
   private flush(): void {
