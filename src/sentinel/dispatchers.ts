@@ -20,9 +20,29 @@ export class MasterDispatcher extends LaneDispatcher {
     this.gate = i.gate;
   }
 
-  override async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
+  override dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
+    // Hot path, as in Standalone: gate open and a ready lane, no async frame and no clock read;
+    // anything else (held, connecting, a failure) goes through the loop below.
+    if (this.gate.isOpen) {
+      const conn = this.node.laneSync();
+      if (conn !== undefined) return conn.send(args, call).then(undefined, (err: unknown) => this.dispatchAfter(args, call, err, conn));
+    }
+    return this.dispatchLoop(args, call, Date.now(), false);
+  }
+
+  /** The first attempt failed on `conn`: decide as the loop would, then go on in it. */
+  private dispatchAfter(args: Arg[], call: ResolvedCall, err: unknown, conn: Connection): Promise<Reply> {
     const started = Date.now();
-    let readonlyRetried = false;
+    if (err instanceof RedisError && err.code === 'READONLY') {
+      this.pool.requestRefresh('readonly', true);
+      return this.dispatchLoop(args, call, started, true);
+    }
+    this.onFailure(err, conn);
+    this.retryOrThrow(err, args, call, started);
+    return this.dispatchLoop(args, call, started, false);
+  }
+
+  private async dispatchLoop(args: Arg[], call: ResolvedCall, started: number, readonlyRetried: boolean): Promise<Reply> {
     for (;;) {
       if (this.held(args)) await this.gate.wait(call, String(args[0]));
       let conn: Connection | undefined;
