@@ -25,7 +25,7 @@ export function parseAddress(input: Address, what: string): ParsedAddress {
     try {
       url = new URL(input);
     } catch {
-      throw new TypeError(`${what} is not a valid URL.`);
+      throw new TypeError(`${what} is not a valid URL (check the host, and that the port is a number from 1 to 65535).`);
     }
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     if (!host) throw new TypeError(`${what} has no host.`);

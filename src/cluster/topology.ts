@@ -349,7 +349,7 @@ export class Topology {
     try {
       if (!this.shardsUnsupported) {
         try {
-          const reply = await conn.send(['CLUSTER', 'SHARDS']);
+          const reply = await conn.ask(['CLUSTER', 'SHARDS']);
           return slotMapFromShards(reply, address, { natMap: this.o.natMap, preferTlsPort: this.o.data.tls !== undefined });
         } catch (err) {
           // Before Redis 7 it is unknown; an ACL user may be denied it (-cluster|shards): CLUSTER SLOTS serves both.
@@ -357,7 +357,7 @@ export class Topology {
           this.shardsUnsupported = true;
         }
       }
-      const reply: Reply = await conn.send(['CLUSTER', 'SLOTS']);
+      const reply: Reply = await conn.ask(['CLUSTER', 'SLOTS']);
       return slotMapFromSlots(reply, address, { natMap: this.o.natMap });
     } finally {
       conn.destroy();

@@ -13,7 +13,7 @@ import type { Credentials } from './credentials.js';
 import type { ResolvedConnectionOptions } from './options.js';
 import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
 import { scheduleFlush, type Flushable } from './flush-scheduler.js';
-import { tlsHint } from './tls-errors.js';
+import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
 
 /** Per-command options understood by a connection. */
 export interface SendOptions {
@@ -30,11 +30,11 @@ export interface SendOptions {
   /** Receives RESP3 attributes that came with the reply. */
   onAttributes?: (attributes: Map<Reply, Reply>) => void;
   /**
-   * The whole call's budget in ms. A budget beyond `socketTimeout` (a caller that said
-   * `with({ timeout: 60000 })` for a slow script) stretches the inactivity check while this
-   * command's reply is the one awaited.
+   * A per-call timeout the caller asked for (`with({ timeout: 60000 })` for a slow script), in
+   * ms; 0 = none. One beyond `socketTimeout` stretches the inactivity check while this
+   * command's reply is the one awaited. The default `commandTimeout` never does.
    */
-  budget?: number;
+  patience?: number;
 }
 
 /** Events of one connection. */
@@ -251,6 +251,21 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     }
   }
 
+  /**
+   * A read-only question on a fresh connection (ROLE, SENTINEL …, CLUSTER SHARDS): a connection
+   * lost before the reply is a failed connect, worded like a handshake failure (TLS or not TLS,
+   * what to set), never an uncertain write.
+   */
+  async ask(args: readonly Arg[]): Promise<Reply> {
+    try {
+      return await this.send(args);
+    } catch (err) {
+      if (!(err instanceof ConnectionError) || err instanceof AuthenticationError) throw err;
+      const root = (this.closedError?.cause as Error | undefined) ?? this.closedError ?? err;
+      throw new ConnectionError(handshakeClosedMessage(this.label, String(args[0]), root, this.opts.tls !== undefined), { cause: root, address: this.address });
+    }
+  }
+
   /** True while the connection is in RESP2 subscribed mode (only (P|S)SUBSCRIBE, PING … allowed). */
   get subscribedResp2(): boolean {
     return this.subscribed && this.opts.protocol === 2;
@@ -340,8 +355,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       const subscribe = name.length >= 9 && name.length <= 10 && SUBSCRIBE_RE.test(name);
       const cmd = new Command(name, encoded, resolve, reject, options?.returnBuffers ?? false, options?.blocking ?? false, subscribe, signal, options?.onAttributes);
       cmd.size = size;
-      const budget = options?.budget;
-      if (budget !== undefined && this.opts.socketTimeout > 0 && budget > this.opts.socketTimeout) cmd.idleLimit = budget;
+      const patience = options?.patience;
+      if (patience !== undefined && this.opts.socketTimeout > 0 && patience > this.opts.socketTimeout) cmd.idleLimit = patience;
       if (mayTouchTransaction(name)) this.trackTransaction(name);
       let deadline = options?.deadline;
       if (deadline === undefined) {

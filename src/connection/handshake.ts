@@ -71,7 +71,7 @@ export function handshakeError(step: HandshakeStep, outcome: unknown, c: Handsha
   }
   if (r.code === 'WRONGPASS' || r.code === 'NOAUTH' || /AUTH|password/i.test(r.message) && (step.what === 'AUTH' || step.what === 'HELLO 3')) {
     return new AuthenticationError(
-      `Authentication failed for user "${c.creds?.username ?? 'default'}" at ${c.label}: ${clause(r.message)}. Check username and password.`,
+      `Authentication failed for user "${c.creds?.username ?? 'default'}" at ${c.label}: ${sentence(r.message)} Check username and password.`,
       { cause: r, address: c.address },
     );
   }
@@ -91,5 +91,12 @@ export function scrubSecret(err: RedisError, secret: string): RedisError {
 
 /** A message as a clause inside a longer sentence: without its final period. */
 export function clause(message: string): string {
-  return message.endsWith('.') ? message.slice(0, -1) : message;
+  const m = message.replace(/\s+/g, ' ').trim();
+  return m.endsWith('.') ? m.slice(0, -1) : m;
+}
+
+/** A message as a sentence of its own: ends with exactly one stop. */
+export function sentence(message: string): string {
+  const m = clause(message);
+  return /[?!]$/.test(m) ? m : `${m}.`;
 }

@@ -168,6 +168,11 @@ export function checkTlsOptions(name: string, tls: unknown): void {
     if (v === undefined) continue;
     const ok = pem(v) || (Array.isArray(v) && v.every((x) => pem(x) || (k === 'key' || k === 'pfx') && typeof x === 'object' && x !== null));
     if (!ok) throw new TypeError(`Option ${name}.${k} must be PEM contents (a string or Buffer, or an array of them), not ${typeof v}; read files yourself, e.g. fs.readFileSync(path).`);
+    // A string with no PEM header is almost always a file path given where contents belong.
+    const strings = (Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string');
+    if (k !== 'pfx' && strings.some((x) => !x.includes('-----BEGIN'))) {
+      throw new TypeError(`Option ${name}.${k} is a string without a PEM header (-----BEGIN …): it looks like a file path; pass the contents, e.g. fs.readFileSync(path).`);
+    }
   }
   for (const k of ['servername', 'passphrase', 'minVersion', 'maxVersion', 'ciphers', 'ecdhCurve'] as const) {
     if (t[k] !== undefined && typeof t[k] !== 'string') throw new TypeError(`Option ${name}.${k} must be a string (got ${typeof t[k]}).`);

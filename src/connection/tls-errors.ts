@@ -38,7 +38,7 @@ export function tlsHint(err: unknown): string | undefined {
 export function handshakeClosedMessage(label: string, step: string, cause: unknown, tls: boolean): string {
   const hint = tlsHint(cause);
   const why = (cause as { message?: unknown } | undefined)?.message;
-  const detail = typeof why === 'string' && why ? `: ${why.replace(/\.$/, '')}` : '';
+  const detail = typeof why === 'string' && why ? `: ${why.replace(/\s+/g, ' ').trim().replace(/\.$/, '')}` : '';
   if (hint) return `The TLS handshake with ${label} failed${detail}; ${hint}.`;
   if (!tls) {
     return `${label} closed the connection during the handshake (${step})${detail}. If this port expects TLS (tls-port), set the tls option or use a rediss:// URL.`;

@@ -23,6 +23,8 @@ export interface ResolvedCall {
   blocking: boolean;
   /** Milliseconds the whole call may take (0 = unbounded), for messages. */
   budget: number;
+  /** The caller's own `timeout` (0 when the default `commandTimeout` applies): only it stretches `socketTimeout`. */
+  patience: number;
 }
 
 /** Validates per-call options. */

@@ -54,6 +54,7 @@ export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs
     idempotent: o?.idempotent ?? false,
     blocking,
     budget,
+    patience: o?.timeout !== undefined ? budget : 0,
   };
 }
 

@@ -92,11 +92,15 @@ const KNOWN = [
 /** Validates everything (TypeError naming the argument or option) and applies defaults. */
 export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, o: SentinelOptions): ResolvedSentinelOptions {
   if (typeof masterName !== 'string' || masterName.trim() === '') throw new TypeError('masterName must be a non-empty string (the name the sentinels monitor).');
-  if (!Array.isArray(sentinels) || sentinels.length === 0) throw new TypeError('sentinels must be a non-empty array of \'host:port\' strings or { host, port } objects.');
-  const list = sentinels.map((s, i) => {
+  if (!Array.isArray(sentinels) || sentinels.length === 0) throw new TypeError('sentinels must be a non-empty array of \'host:port\' strings, redis:// or rediss:// URLs, or { host, port } objects.');
+  const parsed = sentinels.map((s, i) => {
     const p = parseAddress(s as Address, `sentinels[${i}]`);
-    return { host: p.host, port: p.port };
+    if (p.db !== undefined) throw new TypeError(`sentinels[${i}] names a database; sentinels have none (use the db option for the data nodes).`);
+    return p;
   });
+  const list = parsed.map((p) => ({ host: p.host, port: p.port }));
+  // A sentinel URL's scheme and credentials are the sentinels' own (rediss:// turns sentinelTls on).
+  const fromUrl = parsed.find((p) => p.username !== undefined || p.password !== undefined || p.tls !== undefined);
   checkObject('options', o);
   checkKnown('', o, KNOWN);
   checkOneOf('role', o.role, ['master', 'replica']);
@@ -123,10 +127,12 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   }
   const sentinelTimeout = o.sentinelTimeout ?? 500;
   const common = resolveCommon(o);
-  const sentinelTls = resolveTls(o.sentinelTls);
-  const staticSentinelAuth = o.sentinelUsername !== undefined || o.sentinelPassword !== undefined;
+  const sentinelTls = resolveTls(o.sentinelTls ?? fromUrl?.tls);
+  const sentinelUsername = o.sentinelUsername ?? (o.sentinelPassword === undefined ? fromUrl?.username : undefined);
+  const sentinelPassword = o.sentinelPassword ?? (o.sentinelUsername === undefined ? fromUrl?.password : undefined);
+  const staticSentinelAuth = sentinelUsername !== undefined || sentinelPassword !== undefined;
   // A provider (if any) serves the sentinels too unless they have static credentials of their own.
-  const sentinelAuth = !staticSentinelAuth && data.auth.dynamic ? data.auth : Auth.of(o.sentinelUsername, o.sentinelPassword);
+  const sentinelAuth = !staticSentinelAuth && data.auth.dynamic ? data.auth : Auth.of(sentinelUsername, sentinelPassword);
   return {
     masterName,
     sentinels: list,

@@ -75,7 +75,7 @@ export function parseRole(r: Reply): string | undefined {
 export async function oneShot(address: NodeAddress, opts: ResolvedConnectionOptions, args: string[]): Promise<Reply> {
   const conn = await Connection.connect(address, opts);
   try {
-    return await conn.send(args);
+    return await conn.ask(args);
   } finally {
     conn.destroy();
   }

@@ -1,3 +1,4 @@
+import { tlsHint } from '../connection/tls-errors.js';
 import { AllSentinelsDownError, AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
@@ -127,6 +128,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       } catch (err) {
         // Wrong credentials or a refused ROLE (ACL) will not get better by waiting.
         if (err instanceof AuthenticationError) throw err;
+        // Nor will a certificate that does not verify, or a port that does (not) speak TLS.
+        if (err instanceof ConnectionError && tlsHint(err.cause ?? err) !== undefined) throw err;
         if (err instanceof RedisError && err.code === 'NOPERM') {
           throw new ConnectionError(
             `The data-node user may not run ROLE on ${key(answer.address)} (${err.message}); the pool checks every master the sentinels name with ROLE: grant +role (after any -@dangerous).`,

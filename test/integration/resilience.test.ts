@@ -199,6 +199,11 @@ describe('one deadline for every wait', () => {
     expect(r.ok).toBe(false);
     expect((r as { error: unknown }).error).toBeInstanceOf(TimeoutError);
     await waitFor(async () => (await settled(p.get('x'))).ok, 'the pool answers again');
+    // The default commandTimeout (5000) does not stretch socketTimeout: only a per-call timeout does.
+    const plain = await settled(p.call('EVAL', slow, 0));
+    expect(plain.ok).toBe(false);
+    expect(String((plain as { error: Error }).error.cause ?? (plain as { error: Error }).error)).toMatch(/socketTimeout 300 ms/);
+    await waitFor(async () => (await settled(p.get('x'))).ok, 'the pool answers again');
   });
 
   it('waiting for an exclusive connection counts within the call’s deadline (blocking command, multi, use)', async () => {

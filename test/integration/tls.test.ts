@@ -324,8 +324,8 @@ describe('Sentinel over TLS', () => {
   const pools: SentinelPool[] = [];
   let tlsOptions: SentinelOptions;
 
-  async function create(options: SentinelOptions = tlsOptions): Promise<SentinelPool> {
-    const p = await SentinelPool.create(topo.masterName, topo.sentinelAddresses, options);
+  async function create(options: SentinelOptions = tlsOptions, sentinels: Array<string | { host: string; port: number }> = topo.sentinelAddresses): Promise<SentinelPool> {
+    const p = await SentinelPool.create(topo.masterName, sentinels, options);
     pools.push(p);
     return p;
   }
@@ -364,6 +364,24 @@ describe('Sentinel over TLS', () => {
       const s = pool.stats().sentinels;
       return s.length >= 3 && s.every((x) => x.connected);
     }, 'a connected subscriber loop on each of the 3 sentinels');
+  });
+
+  it('rediss:// sentinel URLs turn sentinelTls on (and a plain redis:// URL leaves it off)', async () => {
+    const urls = (scheme: string) => topo.sentinelAddresses.map((a) => `${scheme}://${a.host}:${a.port}`);
+    // rediss:// with no sentinelTls: TLS is used, so the sentinels' certificate must verify, and without the CA it does not.
+    const { error } = await rejection(() => create({ tls: { ca: certs.ca.cert }, discoveryTimeout: 5000 }, urls('rediss')));
+    expect(describeChain(error)).toMatch(/certificate|TLS/i);
+    expect(describeChain(error)).not.toMatch(/it may have executed/);
+    // With the CA for the sentinels as well, the same URLs work.
+    const pool = await create({ tls: { ca: certs.ca.cert }, sentinelTls: { ca: certs.ca.cert } }, urls('rediss'));
+    expect(await pool.set('tls:sen:url', 'v')).toBe('OK');
+  });
+
+  it('data nodes on TLS reached without tls: create() says to set tls, never "it may have executed"', async () => {
+    const { error } = await rejection(() => create({ sentinelTls: { ca: certs.ca.cert }, discoveryTimeout: 1500 }));
+    const chain = describeChain(error);
+    expect(chain).toMatch(/set the tls option/);
+    expect(chain).not.toMatch(/it may have executed/);
   });
 
   it('sentinelTls is separate from tls: with tls for the data nodes only, no sentinel can be reached', async () => {
@@ -438,6 +456,14 @@ describe('Cluster over TLS (3 masters, 3 replicas, tls-cluster yes)', () => {
   const view = (p: ClusterPool) => ({
     all: p.nodes().map((n) => n.port).sort(),
     masters: p.nodes().filter((n) => n.role === 'master').map((n) => n.port).sort(),
+  });
+
+  it('TLS nodes reached without tls: create() says to set tls, never "it may have executed"', async () => {
+    const { error } = await rejection(() => ClusterPool.create(seeds(), { refreshTimeout: 2000 }));
+    const chain = describeChain(error);
+    expect(error, chain).toBeInstanceOf(ConnectionError);
+    expect(chain).toMatch(/set the tls option/);
+    expect(chain).not.toMatch(/it may have executed/);
   });
 
   it('the slot map uses the TLS ports that CLUSTER SHARDS reports (tls-port; the nodes have no plain port)', async () => {

@@ -112,6 +112,8 @@ describe('option checks (TypeError naming the option)', () => {
     ['tls.rejectUnauthorized a string', { tls: { rejectUnauthorized: 'false' } }, /Option tls\.rejectUnauthorized must be a boolean/],
     ['tls.checkServerIdentity a string', { tls: { checkServerIdentity: 'no' } }, /Option tls\.checkServerIdentity must be a function/],
     ['tls.host given', { tls: { host: 'x' } }, /Option tls\.host is not used/],
+    ['tls.ca a file path', { tls: { ca: '/etc/redis/ca.crt' } }, /Option tls\.ca is a string without a PEM header .* looks like a file path/],
+    ['tls.key a file path in an array', { tls: { key: ['/etc/redis/client.key'] } }, /Option tls\.key is a string without a PEM header/],
   ])('%s', (_name, options, message) => {
     expect(() => resolveConnectionOptions(options as never)).toThrow(TypeError);
     expect(() => resolveConnectionOptions(options as never)).toThrow(message);
@@ -124,7 +126,19 @@ describe('option checks (TypeError naming the option)', () => {
   it('checks sentinelTls like tls, and accepts certificate contents as strings, Buffers and arrays', () => {
     expect(() => resolveSentinelOptions('m', ['127.0.0.1:26379'], { sentinelTls: { ca: 3 } as never })).toThrow(/Option sentinelTls\.ca/);
     expect(() => resolveSentinelOptions('m', ['127.0.0.1:26379'], { sentinelTls: 'on' as never })).toThrow(/Option sentinelTls must be/);
-    expect(() => resolveConnectionOptions({ tls: { ca: ['a', Buffer.from('b')], cert: Buffer.from('c'), key: 'k' } })).not.toThrow();
+    const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+    expect(() => resolveConnectionOptions({ tls: { ca: [pem, Buffer.from('b')], cert: Buffer.from('c'), key: pem } })).not.toThrow();
+  });
+
+  it('takes the sentinels\' TLS and credentials from sentinel URLs unless sentinel options say otherwise', async () => {
+    const s = resolveSentinelOptions('m', ['rediss://sent:pw@127.0.0.1:26379', '127.0.0.1:26380'], {});
+    expect(s.sentinel.tls).toBeDefined();
+    expect(s.data.tls).toBeUndefined();
+    await expect(s.sentinel.auth.resolve({ address: { host: 'h', port: 1 }, role: 'sentinel' })).resolves.toEqual({ username: 'sent', password: 'pw' });
+    const own = resolveSentinelOptions('m', ['rediss://sent:pw@127.0.0.1:26379'], { sentinelTls: false, sentinelPassword: 'other' });
+    expect(own.sentinel.tls).toBeUndefined();
+    await expect(own.sentinel.auth.resolve({ address: { host: 'h', port: 1 }, role: 'sentinel' })).resolves.toEqual({ username: undefined, password: 'other' });
+    expect(() => resolveSentinelOptions('m', ['redis://127.0.0.1:26379/2'], {})).toThrow(/sentinels\[0\] names a database/);
   });
 
   it('gives the provider role "node" in a cluster and "sentinel" for sentinels without credentials of their own', () => {
@@ -142,8 +156,9 @@ describe('credential holders never print a secret', () => {
   const forms: Array<[string, unknown]> = [
     ['resolved options with a password', resolveConnectionOptions({ username: 'app', password: SECRET })],
     ['resolved options from a URL', resolveConnectionOptions({}, parseAddress(`redis://app:${SECRET}@127.0.0.1:6379`, 'address'))],
-    ['resolved options with a TLS key and passphrase', resolveConnectionOptions({ tls: { key: `-----BEGIN PRIVATE KEY-----${SECRET}`, passphrase: SECRET, ca: 'CA' } })],
-    ['sentinel options', resolveSentinelOptions('m', ['127.0.0.1:26379'], { password: SECRET, sentinelPassword: SECRET, sentinelTls: { key: SECRET } })],
+    ['resolved options with a TLS key and passphrase', resolveConnectionOptions({ tls: { key: `-----BEGIN PRIVATE KEY-----${SECRET}`, passphrase: SECRET, ca: '-----BEGIN CERTIFICATE-----CA' } })],
+    ['sentinel options', resolveSentinelOptions('m', ['127.0.0.1:26379'], { password: SECRET, sentinelPassword: SECRET, sentinelTls: { key: `-----BEGIN PRIVATE KEY-----${SECRET}` } })],
+    ['sentinel options from sentinel URLs', resolveSentinelOptions('m', [`rediss://sent:${SECRET}@127.0.0.1:26379`], {})],
     ['cluster options', resolveClusterOptions([`redis://:${SECRET}@127.0.0.1:7000`], { tls: { passphrase: SECRET } })],
     ['a static Auth', Auth.of('u', SECRET)],
   ];
