@@ -18,11 +18,25 @@
  *    keys actually written are counted on the servers (DBSIZE on every master), because a
  *    client may reject the pipeline yet have applied part of it.
  */
-import { Cluster } from 'ioredis';
-import { createCluster } from 'redis';
-import { ClusterPool } from '../../src/index.js';
 import { startCluster, type ClusterTopology } from '../support/topology.js';
-import { envInt, envList, fmtInt, fmtMs, installCleanupHandlers, markdownTable, runWorkers, summarize, systemInfo, type Summary } from './lib.js';
+import {
+  clusterDbsize as dbsize,
+  clusterFlushall as flushall,
+  envInt,
+  envList,
+  fmtInt,
+  fmtMs,
+  haClusterClient,
+  installCleanupHandlers,
+  ioredisClusterClient,
+  markdownTable,
+  nodeRedisClusterClient,
+  runWorkers,
+  summarize,
+  systemInfo,
+  type ClusterBenchClient as Client,
+  type Summary,
+} from './lib.js';
 
 const OPS = envInt('BENCH_OPS', 200_000);
 const CONCURRENCY = envInt('BENCH_CONCURRENCY', 500);
@@ -31,81 +45,10 @@ const ONLY = envList('BENCH_ONLY');
 const VALUE = 'v'.repeat(64);
 const KEYS = Array.from({ length: 10_000 }, (_, i) => `bench:key:${i}`);
 
-interface Client {
-  name: string;
-  set(key: string, value: string): Promise<unknown>;
-  /** Runs the pipeline; resolves to per-command outcomes, or rejects when the client refuses it. */
-  pipeline(keys: string[]): Promise<Array<unknown>>;
-  close(): Promise<void>;
-}
-
-async function ha(seeds: string[]): Promise<Client> {
-  const pool = await ClusterPool.create(seeds);
-  return {
-    name: 'redis-ha-pool ClusterPool',
-    set: (k, v) => pool.set(k, v),
-    async pipeline(keys) {
-      const p = pool.pipeline();
-      for (const k of keys) p.set(k, VALUE);
-      return (await p.exec())!;
-    },
-    close: () => pool.close(),
-  };
-}
-
-async function ioredis(seeds: string[], autoPipelining: boolean): Promise<Client> {
-  const c = new Cluster(seeds.map((s) => ({ host: s.split(':')[0]!, port: Number(s.split(':')[1]) })), { enableAutoPipelining: autoPipelining });
-  await new Promise<void>((resolve, reject) => {
-    c.once('ready', () => resolve());
-    c.once('error', reject);
-  });
-  return {
-    name: `ioredis Cluster${autoPipelining ? ' (enableAutoPipelining)' : ''}`,
-    set: (k, v) => c.set(k, v),
-    async pipeline(keys) {
-      const p = c.pipeline();
-      for (const k of keys) p.set(k, VALUE);
-      const res = await p.exec();
-      return (res ?? []).map(([err, v]) => err ?? v);
-    },
-    close: async () => {
-      await c.quit().catch(() => c.disconnect());
-    },
-  };
-}
-
-async function nodeRedis(seeds: string[]): Promise<Client> {
-  const c = createCluster({ rootNodes: seeds.map((s) => ({ url: `redis://${s}` })) });
-  c.on('error', () => {});
-  await c.connect();
-  return {
-    name: 'node-redis createCluster',
-    set: (k, v) => c.set(k, v),
-    async pipeline(keys) {
-      const m = c.multi();
-      for (const k of keys) m.set(k, VALUE);
-      return (await m.execAsPipeline()) as unknown[];
-    },
-    close: async () => {
-      await c.close().catch(() => c.destroy());
-    },
-  };
-}
-
 interface Row {
   name: string;
   sets: Summary;
   pipeline: { outcome: string; applied: number; ms: number };
-}
-
-async function dbsize(topo: ClusterTopology): Promise<number> {
-  let n = 0;
-  for (const m of await topo.masters()) n += Number(await m.cli('DBSIZE'));
-  return n;
-}
-
-async function flushall(topo: ClusterTopology): Promise<void> {
-  for (const m of await topo.masters()) await m.cli('FLUSHALL');
 }
 
 async function measure(topo: ClusterTopology, make: () => Promise<Client>): Promise<Row> {
@@ -121,7 +64,7 @@ async function measure(topo: ClusterTopology, make: () => Promise<Client>): Prom
     const t0 = performance.now();
     let outcome: string;
     try {
-      const res = await client.pipeline(keys);
+      const res = await client.pipeline(keys, VALUE);
       const errors = res.filter((r) => r instanceof Error).length;
       outcome = errors === 0 ? `all ${fmtInt(res.length)} OK` : `${fmtInt(errors)} of ${fmtInt(res.length)} failed (${String((res.find((r) => r instanceof Error) as Error).message).slice(0, 40)})`;
     } catch (err) {
@@ -142,10 +85,10 @@ async function main(): Promise<void> {
     await topo.waitForClusterOk();
     const seeds = topo.seeds.map((s) => `${s.host}:${s.port}`);
     const clients: Array<[string, () => Promise<Client>]> = [
-      ['ha', () => ha(seeds)],
-      ['ioredis', () => ioredis(seeds, false)],
-      ['ioredis-ap', () => ioredis(seeds, true)],
-      ['node-redis', () => nodeRedis(seeds)],
+      ['ha', () => haClusterClient(seeds)],
+      ['ioredis', () => ioredisClusterClient(seeds, false)],
+      ['ioredis-ap', () => ioredisClusterClient(seeds, true)],
+      ['node-redis', () => nodeRedisClusterClient(seeds)],
     ];
     const rows: Row[] = [];
     for (const [id, make] of clients) {

@@ -9,12 +9,19 @@
  * - `runWorkers()`: N async workers, each awaiting its command before sending the next, with
  *   per-op latency measured by `process.hrtime.bigint()` around each await.
  * - `percentile()`, `summarize()`, `markdownTable()`, `systemInfo()`.
+ * - Cluster clients behind one interface (`haClusterClient()`, `ioredisClusterClient()`,
+ *   `nodeRedisClusterClient()`) and `clusterFlushall()` / `clusterDbsize()`, for cluster.ts and
+ *   cluster-scale.ts.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Cluster } from 'ioredis';
+import { createCluster } from 'redis';
+import { ClusterPool } from '../../src/index.js';
+import type { ClusterTopology } from '../support/topology.js';
 
 // ---------------------------------------------------------------------------------------------
 // Child process tracking and cleanup
@@ -480,4 +487,89 @@ export function envList(name: string): Set<string> | undefined {
   const v = process.env[name];
   if (!v) return undefined;
   return new Set(v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster clients (cluster.ts, cluster-scale.ts)
+// ---------------------------------------------------------------------------------------------
+
+/** One cluster client under test, behind the same few calls. */
+export interface ClusterBenchClient {
+  name: string;
+  set(key: string, value: string): Promise<unknown>;
+  get(key: string): Promise<unknown>;
+  /** Runs one pipeline of SETs; resolves to per-command outcomes, or rejects when the client refuses it. */
+  pipeline(keys: readonly string[], value: string): Promise<Array<unknown>>;
+  close(): Promise<void>;
+}
+
+/** redis-ha-pool `ClusterPool.create(seeds)` with default options. */
+export async function haClusterClient(seeds: string[]): Promise<ClusterBenchClient> {
+  const pool = await ClusterPool.create(seeds);
+  return {
+    name: 'redis-ha-pool ClusterPool',
+    set: (k, v) => pool.set(k, v),
+    get: (k) => pool.get(k),
+    async pipeline(keys, value) {
+      const p = pool.pipeline();
+      for (const k of keys) p.set(k, value);
+      return (await p.exec())!;
+    },
+    close: () => pool.close(),
+  };
+}
+
+/** ioredis `Cluster`, resolved on 'ready'. */
+export async function ioredisClusterClient(seeds: string[], autoPipelining: boolean): Promise<ClusterBenchClient> {
+  const c = new Cluster(seeds.map((s) => ({ host: s.split(':')[0]!, port: Number(s.split(':')[1]) })), { enableAutoPipelining: autoPipelining });
+  await new Promise<void>((resolve, reject) => {
+    c.once('ready', () => resolve());
+    c.once('error', reject);
+  });
+  return {
+    name: `ioredis Cluster${autoPipelining ? ' (enableAutoPipelining)' : ''}`,
+    set: (k, v) => c.set(k, v),
+    get: (k) => c.get(k),
+    async pipeline(keys, value) {
+      const p = c.pipeline();
+      for (const k of keys) p.set(k, value);
+      const res = await p.exec();
+      return (res ?? []).map(([err, v]) => err ?? v);
+    },
+    close: async () => {
+      await c.quit().catch(() => c.disconnect());
+    },
+  };
+}
+
+/** node-redis `createCluster`, connected. */
+export async function nodeRedisClusterClient(seeds: string[]): Promise<ClusterBenchClient> {
+  const c = createCluster({ rootNodes: seeds.map((s) => ({ url: `redis://${s}` })) });
+  c.on('error', () => {});
+  await c.connect();
+  return {
+    name: 'node-redis createCluster',
+    set: (k, v) => c.set(k, v),
+    get: (k) => c.get(k),
+    async pipeline(keys, value) {
+      const m = c.multi();
+      for (const k of keys) m.set(k, value);
+      return (await m.execAsPipeline()) as unknown[];
+    },
+    close: async () => {
+      await c.close().catch(() => c.destroy());
+    },
+  };
+}
+
+/** Keys on every master (DBSIZE summed). */
+export async function clusterDbsize(topo: ClusterTopology): Promise<number> {
+  let n = 0;
+  for (const m of await topo.masters()) n += Number(await m.cli('DBSIZE'));
+  return n;
+}
+
+/** FLUSHALL on every master (replicas follow). */
+export async function clusterFlushall(topo: ClusterTopology): Promise<void> {
+  for (const m of await topo.masters()) await m.cli('FLUSHALL');
 }

@@ -256,7 +256,7 @@ describe('reply parsers: edge cases', () => {
 
 /** A resolved call with a deadline `timeoutMs` from now (0 = none). */
 function call(timeoutMs: number, signal?: AbortSignal): ResolvedCall {
-  return { signal, deadline: timeoutMs > 0 ? Date.now() + timeoutMs : 0, returnBuffers: false, idempotent: false, blocking: false, budget: timeoutMs };
+  return { signal, deadline: timeoutMs > 0 ? Date.now() + timeoutMs : 0, returnBuffers: false, idempotent: false, blocking: false, budget: timeoutMs, patience: timeoutMs };
 }
 
 /** Settles a promise into a record without leaving a rejection unhandled. */
