@@ -36,7 +36,7 @@ const REDACTED = '[redacted]';
  * provider called for every new connection.
  *
  * The secret lives in a private field, so it is never part of the enumerable state of an
- * options object, a pool or a connection: `util.inspect`, `console.log` and `JSON.stringify`
+ * options object, a pool or a connection: `util.inspect`, console output and `JSON.stringify`
  * of anything holding this show `[redacted]`.
  */
 export class Auth {

@@ -412,7 +412,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     else void conn.close(this.connOpts.commandTimeout || this.connOpts.socketTimeout || 5000);
   }
 
-  /** A summary for `util.inspect` / `console.log`: no options, no connection internals. */
+  /** A summary for util.inspect and the console: no options, no connection internals. */
   [inspect.custom](): string {
     return `NodePool { target: '${formatAddress(this.current)}', generation: ${this.gen}, connections: ${this.all.size}, borrowed: ${this.borrowed.size}${this.closed ? ', closed' : ''} }`;
   }

@@ -505,7 +505,7 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
    */
   abstract reauthenticate(): Promise<void>;
 
-  /** What `console.log(pool)` shows: the mode and `stats()`, never options or credentials. */
+  /** What printing a pool (util.inspect, the console) shows: the mode and `stats()`, never options or credentials. */
   [inspect.custom](_depth: number, options: InspectOptions): string {
     return `${this.constructor.name} ${inspect(this.stats(), { ...options, depth: 2 })}`;
   }
