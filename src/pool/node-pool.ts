@@ -3,6 +3,7 @@ import { inspect } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
 import genericPool from 'generic-pool';
 import { Connection } from '../connection/connection.js';
+import type { Credentials } from '../connection/credentials.js';
 import type { ResolvedConnectionOptions } from '../connection/options.js';
 import { AuthenticationError, ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { formatAddress, type Arg, type NodeAddress } from '../types.js';
@@ -257,11 +258,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     } catch (err) {
       if (this.closed) throw new PoolClosedError(undefined, { cause: err });
       if ((err as Error).name === 'TimeoutError') {
-        throw new TimeoutError(
-          `No connection to ${formatAddress(this.current)} became free within acquireTimeoutMillis (${this.poolOpts.acquireTimeoutMillis} ms)` +
-            (this.lastCreateError && this.failures > 0 ? `; the last connection attempt failed: ${this.lastCreateError.message}` : '; raise pool.max or release leases sooner') + '.',
-          { cause: this.failures > 0 ? this.lastCreateError : err, address: this.current },
-        );
+        throw this.noConnection(`acquireTimeoutMillis (${this.poolOpts.acquireTimeoutMillis} ms)`, err);
       }
       throw err;
     }
@@ -273,16 +270,22 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     return conn;
   }
 
+  /** No exclusive connection within `within`: says why (connects failing, or all lent out). */
+  private noConnection(within: string, waitError: unknown): TimeoutError {
+    const failing = this.lastCreateError !== undefined && this.failures > 0;
+    return new TimeoutError(
+      `No connection to ${formatAddress(this.current)} became free within ${within}` +
+        (failing ? `; the last connection attempt failed: ${this.lastCreateError!.message}` : '; raise pool.max or release leases sooner') + '.',
+      { cause: failing ? this.lastCreateError : waitError, address: this.current },
+    );
+  }
+
   /** `acquiring` within `left` ms; a connection that arrives after the caller gave up goes straight back. */
   private acquireBy(acquiring: Promise<Connection>, left: number): Promise<Connection> {
     return new Promise<Connection>((resolve, reject) => {
       const timer = setTimeout(() => {
         acquiring.then((c) => void this.pool.release(c).catch(() => {}), () => {});
-        reject(new TimeoutError(
-          `No connection to ${formatAddress(this.current)} became free within the call's deadline` +
-            (this.lastCreateError && this.failures > 0 ? `; the last connection attempt failed: ${this.lastCreateError.message}` : '; raise pool.max or release leases sooner') + '.',
-          { cause: this.failures > 0 ? this.lastCreateError : undefined, address: this.current },
-        ));
+        reject(this.noConnection("the call's deadline", undefined));
       }, Math.max(0, left));
       acquiring.then((c) => {
         clearTimeout(timer);
@@ -327,7 +330,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   async reauthenticate(): Promise<void> {
     if (this.closed || !this.connOpts.auth.dynamic) return;
     const epoch = ++this.authEpoch;
-    const deadline = this.connOpts.connectTimeout > 0 ? Date.now() + this.connOpts.connectTimeout : 0;
+    const deadline = this.authDeadline();
     const creds = await this.connOpts.auth.resolve({ address: this.current, role: this.connOpts.role }, deadline);
     const sends: Promise<void>[] = [];
     // No await between the check and send(): a connection lent out meanwhile is not touched.
@@ -342,12 +345,17 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
 
   private async refreshAuth(conn: Connection): Promise<void> {
     const epoch = this.authEpoch;
-    const deadline = this.connOpts.connectTimeout > 0 ? Date.now() + this.connOpts.connectTimeout : 0;
+    const deadline = this.authDeadline();
     const creds = await this.connOpts.auth.resolve({ address: conn.address, role: this.connOpts.role }, deadline);
     await this.sendAuth(conn, creds, epoch, deadline);
   }
 
-  private async sendAuth(conn: Connection, creds: Awaited<ReturnType<typeof this.connOpts.auth.resolve>>, epoch: number, deadline: number): Promise<void> {
+  /** Fetching and sending fresh credentials gets what a connect gets: connectTimeout. */
+  private authDeadline(): number {
+    return this.connOpts.connectTimeout > 0 ? Date.now() + this.connOpts.connectTimeout : 0;
+  }
+
+  private async sendAuth(conn: Connection, creds: Credentials | null, epoch: number, deadline: number): Promise<void> {
     try {
       await conn.reauthenticate(creds, deadline);
       if (conn.authEpoch < epoch) conn.authEpoch = epoch;
