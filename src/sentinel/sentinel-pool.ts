@@ -349,22 +349,11 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     try {
       answer = (await askSentinels(this.ctx)).address;
     } catch (err) {
-      if (!(err instanceof AllSentinelsDownError) || this.fence) throw err;
       // Cut off from every sentinel (not from the master): carry on with the last verified
       // master while it still answers ROLE master, rather than hold every command until the
-      // sentinels come back. A failover announced before the cut keeps its fence.
-      await verifyMaster(this.node.target, this.o.probe);
-      if (this.closed) return false;
-      const held = !this.gate.isOpen;
-      this.node.reconnectLanes();
-      this.gate.open();
-      if (held) {
-        this.emit('error', new ConnectionError(
-          `No sentinel of "${this.o.masterName}" could be reached; commands go on to the last verified master ${key(this.node.target)}, which still answers ROLE master.`,
-          { cause: err, address: { ...this.node.target } },
-        ));
-      }
-      return true;
+      // sentinels come back.
+      if (err instanceof AllSentinelsDownError && (await this.continueWithCurrent(`No sentinel of "${this.o.masterName}" could be reached`, err))) return true;
+      throw err;
     }
     if (this.fence && sameAddress(answer, this.fence.from)) return false; // the announced failover has not switched yet
     const current = this.node.target;
@@ -392,17 +381,23 @@ export class SentinelPool extends BasePool<SentinelEvents> {
    * while a failover is announced (its fence holds writes) or after the master said READONLY.
    */
   private onGateStall(): Promise<boolean> {
-    if (this.fence || this.closed || this.o.role !== 'master') return Promise.resolve(false);
+    if (this.o.role !== 'master') return Promise.resolve(false);
+    return this.continueWithCurrent(`The master of "${this.o.masterName}" could not be confirmed through the sentinels within queueTimeout (${this.o.queueTimeout} ms)`);
+  }
+
+  /**
+   * Opens the gate on the last verified master if it still answers ROLE master (one check at a
+   * time; said once per hold). Never while a failover is announced: its fence holds writes.
+   */
+  private continueWithCurrent(why: string, cause?: unknown): Promise<boolean> {
+    if (this.fence || this.closed) return Promise.resolve(false);
     this.stallCheck ??= verifyMaster(this.node.target, this.o.probe).then(
       () => {
         if (this.fence || this.closed) return false;
         if (!this.gate.isOpen) {
           this.node.reconnectLanes();
           this.gate.open();
-          this.emit('error', new ConnectionError(
-            `The master of "${this.o.masterName}" could not be confirmed through the sentinels within queueTimeout (${this.o.queueTimeout} ms); commands go on to the last verified master ${key(this.node.target)}, which still answers ROLE master.`,
-            { address: { ...this.node.target } },
-          ));
+          this.emit('error', new ConnectionError(`${why}; commands go on to the last verified master ${key(this.node.target)}, which still answers ROLE master.`, { cause, address: { ...this.node.target } }));
         }
         return true;
       },
