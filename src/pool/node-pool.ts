@@ -388,9 +388,11 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     for (const conn of this.all) {
       if (this.isLane(conn)) continue;
       if (!this.borrowed.has(conn)) conn.destroy();
-      // A lease in use keeps its replies in flight but takes no new command, and a subscriber
-      // there would listen to the old node forever: it is closed so its owner notices.
-      else if (conn.dirty) conn.destroy(why);
+      // A lease with commands in flight is cut: a reply the old node sends after the switch (a
+      // paused master resuming) would acknowledge a write the demoted node is about to lose, so
+      // those commands end as UncertainWriteError instead. A subscriber there would listen to the
+      // old node forever: it is closed too. An idle lease takes no new command (not sent).
+      else if (conn.dirty || conn.pending > 0) conn.destroy(why);
       else conn.retire(why);
     }
     void this.pool.clear().catch(() => {});

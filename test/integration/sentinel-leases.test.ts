@@ -4,7 +4,7 @@
  * subscriber must learn that its connection is gone so it can resubscribe on the new master.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectionError, SentinelPool, type FailoverEvent } from '../../src/index.js';
+import { ConnectionError, SentinelPool, UncertainWriteError, type FailoverEvent } from '../../src/index.js';
 import { startSentinel, waitFor, type SentinelTopology } from '../support/topology.js';
 import { sameAddr } from '../support/sentinel-helpers.js';
 
@@ -71,5 +71,39 @@ describe('leases across a failover', () => {
       return lease.address;
     });
     expect(sameAddr(addr, failover!.to)).toBe(true);
+  });
+});
+
+describe('a lease with a transaction in flight when the master is paused and replaced', () => {
+  it('its EXEC is never acknowledged by the old master after the switch: it ends as UncertainWriteError', async () => {
+    const own = await startSentinel({ downAfterMs: 1000, failoverTimeoutMs: 5000 });
+    const p = await SentinelPool.create(own.masterName, own.sentinelAddresses, { commandTimeout: 20_000 });
+    try {
+      const from = p.master();
+      const oldMaster = own.handleFor(from)!;
+      let switchedAt = 0;
+      p.once('failover', () => (switchedAt = Date.now()));
+      let settledAt = 0;
+      // An idle exclusive connection ready, so the lease needs no handshake with a paused node.
+      await p.use(async (lease) => lease.call('PING'));
+      // The master stops answering; the transaction goes onto the wire to it.
+      oldMaster.pause();
+      const tx = p.use(async (lease) => lease.multi().set('lease:tx:a', '1').set('lease:tx:b', '2').exec())
+        .then((v) => ({ ok: true as const, v }), (e: unknown) => ({ ok: false as const, e }))
+        .finally(() => (settledAt = Date.now()));
+      await waitFor(() => switchedAt > 0, 'the sentinels to fail over and the pool to switch', 30_000);
+      oldMaster.resume(); // it would now answer EXEC, as a master about to be demoted
+      const r = await tx;
+      expect(r.ok).toBe(false);
+      expect((r as { e: unknown }).e).toBeInstanceOf(UncertainWriteError);
+      // It ended at the switch, not when the old node answered.
+      expect(settledAt).toBeGreaterThanOrEqual(switchedAt);
+      // The pool writes to the new master; the old one's late answers were never taken as acks.
+      expect(await p.set('lease:tx:after', 'v')).toBe('OK');
+    } finally {
+      if (own.dataNodes.some((n) => n.isPaused())) for (const n of own.dataNodes) if (n.isPaused()) n.resume();
+      await p.close();
+      await own.stop();
+    }
   });
 });
