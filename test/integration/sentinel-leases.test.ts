@@ -57,11 +57,13 @@ describe('leases across a failover', () => {
     const writes = await writer;
     await subscriber;
     expect(writes).toBeGreaterThan(0);
-    // The writer's next command after the switch was refused before it was sent...
+    // The writer's command at the switch ended it: refused before it was sent, or, when it was
+    // already in flight, cut as an uncertain write (the old node's late reply is never an ack)...
     expect(firstRefusal).toBeInstanceOf(ConnectionError);
-    expect((firstRefusal as Error).message).toMatch(/was not sent/);
-    // ...so at most the one command already in flight at the switch was acknowledged after it.
-    expect(acksAfterSwitch).toBeLessThanOrEqual(1);
+    expect((firstRefusal as Error).message).toMatch(/was not sent|it may have executed/);
+    expect((firstRefusal as Error).message).toMatch(/The pool moved from/);
+    // ...so nothing was acknowledged after the switch.
+    expect(acksAfterSwitch).toBe(0);
     expect(subscriberEnded).toBeInstanceOf(Error);
     expect(sameAddr(failover!.from, from)).toBe(true);
 
