@@ -99,7 +99,7 @@ export class ClusterDispatcher implements Dispatcher {
     const until = deadline > 0 ? Math.min(deadline, budget) : budget;
     let address = this.router.masterOf(slot);
     if (!address) {
-      await withinDeadline(this.h.topology.refreshed(), { deadline: until } as ResolvedCall, () => `No node serves slot ${slot ?? 0} and the slot map refresh did not finish within the deadline; nothing was sent.`);
+      await withinDeadline(this.h.topology.refreshed(), { deadline: until }, () => `No node serves slot ${slot ?? 0} and the slot map refresh did not finish within the deadline; nothing was sent.`);
       address = this.router.masterOf(slot);
       if (!address) throw slotNotServed(slot ?? 0);
     }

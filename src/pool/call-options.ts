@@ -38,6 +38,6 @@ export function checkCallOptions(o: CallOptions): void {
 }
 
 /** Milliseconds left before `deadline` (Infinity when there is none). */
-export function remaining(c: ResolvedCall): number {
+export function remaining(c: Pick<ResolvedCall, 'deadline'>): number {
   return c.deadline === 0 ? Infinity : c.deadline - Date.now();
 }

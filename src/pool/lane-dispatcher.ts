@@ -24,7 +24,7 @@ export function nothingWritten(results: BatchResult): boolean {
  * Waits for `p` until the call's deadline. `context` supplies the cause (e.g. the last failed
  * connection attempt) and the node for the TimeoutError.
  */
-export function withinDeadline<T>(p: Promise<T>, call: ResolvedCall, what: () => string, context?: () => { cause?: unknown; address?: NodeAddress }): Promise<T> {
+export function withinDeadline<T>(p: Promise<T>, call: Pick<ResolvedCall, 'deadline'>, what: () => string, context?: () => { cause?: unknown; address?: NodeAddress }): Promise<T> {
   const left = remaining(call);
   if (left === Infinity) return p;
   return new Promise<T>((resolve, reject) => {

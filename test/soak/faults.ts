@@ -89,6 +89,21 @@ export interface Fault<C> {
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
+/**
+ * Marks the fault's start, applies it, keeps it for `ms`, and lifts it even when the run is
+ * being stopped; then marks its end.
+ */
+async function hold(c: FaultContext, ms: number, apply: () => unknown, lift: () => unknown, affects?: (slots: readonly number[] | undefined) => boolean): Promise<void> {
+  c.start(affects);
+  await apply();
+  try {
+    await c.sleep(ms);
+  } finally {
+    await lift();
+  }
+  c.end();
+}
+
 // ------------------------------------------------------------------ sentinel
 
 async function currentMasterHandle(c: SentinelContext): Promise<{ addr: NodeAddress; node: ServerHandle }> {
@@ -134,14 +149,7 @@ export const SENTINEL_FAULTS: Fault<SentinelContext>[] = [
     async run(c) {
       const { addr, node } = await currentMasterHandle(c);
       const d = c.rng.int(c.downAfterMs + 2000, c.downAfterMs + 5000);
-      c.start();
-      node.pause();
-      try {
-        await c.sleep(d);
-      } finally {
-        node.resume();
-      }
-      c.end();
+      await hold(c, d, () => node.pause(), () => node.resume());
       return `SIGSTOP ${fmt(addr)} for ${secs(d)} (down-after ${c.downAfterMs} ms), then SIGCONT`;
     },
   },
@@ -151,14 +159,7 @@ export const SENTINEL_FAULTS: Fault<SentinelContext>[] = [
       const { addr } = await currentMasterHandle(c);
       const proxy = c.px.of(addr);
       const d = c.rng.int(3000, 6000);
-      c.start();
-      proxy.blackhole();
-      try {
-        await c.sleep(d);
-      } finally {
-        await proxy.heal();
-      }
-      c.end();
+      await hold(c, d, () => proxy.blackhole(), () => proxy.heal());
       return `proxy of ${fmt(addr)} black-holed for ${secs(d)} (the sentinels still see it)`;
     },
   },
@@ -167,14 +168,7 @@ export const SENTINEL_FAULTS: Fault<SentinelContext>[] = [
     async run(c) {
       const d = c.rng.int(5000, 10000);
       const proxies = c.topo.sentinels.map((s) => c.px.of(s));
-      c.start();
-      for (const p of proxies) p.blackhole();
-      try {
-        await c.sleep(d);
-      } finally {
-        await Promise.all(proxies.map((p) => p.heal()));
-      }
-      c.end();
+      await hold(c, d, () => { for (const p of proxies) p.blackhole(); }, () => Promise.all(proxies.map((p) => p.heal())));
       return `${proxies.length} sentinel proxies black-holed for ${secs(d)}`;
     },
   },
@@ -184,14 +178,7 @@ export const SENTINEL_FAULTS: Fault<SentinelContext>[] = [
       const { addr } = await currentMasterHandle(c);
       const proxy = c.px.of(addr);
       const d = c.rng.int(5000, 10000);
-      c.start();
-      proxy.delay(200, 20);
-      try {
-        await c.sleep(d);
-      } finally {
-        await proxy.heal();
-      }
-      c.end();
+      await hold(c, d, () => proxy.delay(200, 20), () => proxy.heal());
       return `proxy of ${fmt(addr)}: +200 ms (+0..20 ms jitter) each way for ${secs(d)}`;
     },
   },
@@ -200,14 +187,7 @@ export const SENTINEL_FAULTS: Fault<SentinelContext>[] = [
     async run(c) {
       const s = c.rng.pick(liveSentinels(c));
       const d = c.rng.int(3000, 8000);
-      c.start();
-      await s.kill('SIGKILL');
-      try {
-        await c.sleep(d);
-      } finally {
-        await s.restart();
-      }
-      c.end();
+      await hold(c, d, () => s.kill('SIGKILL'), () => s.restart());
       return `sentinel :${s.port} killed, restarted after ${secs(d)}`;
     },
   },
@@ -339,14 +319,7 @@ export const CLUSTER_FAULTS: Fault<ClusterContext>[] = [
     async run(c) {
       const { node, slots } = await pickMaster(c);
       const d = c.rng.int(c.nodeTimeoutMs + 2000, c.nodeTimeoutMs + 5000);
-      c.start(affectsSlots(slots));
-      node.pause();
-      try {
-        await c.sleep(d);
-      } finally {
-        node.resume();
-      }
-      c.end();
+      await hold(c, d, () => node.pause(), () => node.resume(), affectsSlots(slots));
       return `SIGSTOP :${node.port} (slots ${ranges(slots)}) for ${secs(d)} (node timeout ${c.nodeTimeoutMs} ms), then SIGCONT`;
     },
   },
@@ -356,14 +329,7 @@ export const CLUSTER_FAULTS: Fault<ClusterContext>[] = [
       const { node, slots } = await pickMaster(c);
       const proxy = c.px.of(node);
       const d = c.rng.int(3000, 6000);
-      c.start(affectsSlots(slots));
-      proxy.blackhole();
-      try {
-        await c.sleep(d);
-      } finally {
-        await proxy.heal();
-      }
-      c.end();
+      await hold(c, d, () => proxy.blackhole(), () => proxy.heal(), affectsSlots(slots));
       return `proxy of :${node.port} (slots ${ranges(slots)}) black-holed for ${secs(d)}`;
     },
   },
@@ -373,14 +339,7 @@ export const CLUSTER_FAULTS: Fault<ClusterContext>[] = [
       const { node, slots } = await pickMaster(c);
       const proxy = c.px.of(node);
       const d = c.rng.int(5000, 10000);
-      c.start(affectsSlots(slots));
-      proxy.delay(200, 20);
-      try {
-        await c.sleep(d);
-      } finally {
-        await proxy.heal();
-      }
-      c.end();
+      await hold(c, d, () => proxy.delay(200, 20), () => proxy.heal(), affectsSlots(slots));
       return `proxy of :${node.port} (slots ${ranges(slots)}): +200 ms (+0..20 ms jitter) each way for ${secs(d)}`;
     },
   },

@@ -571,23 +571,9 @@ async function runSentinel(budgetMs: number, seed: number): Promise<void> {
   pool.on('error', (e) => bumpMap(load.window.poolErrors, errorClass(e)));
   const ctx: SentinelContext = { ...baseContext(rng, () => load), topo, px, pool, downAfterMs: SENTINEL_DOWN_AFTER };
   const read = sentinelReader(topo);
-  try {
-    await runFaults({ mode: 'sentinel', faults: SENTINEL_FAULTS, load, ctx, settle: () => settleSentinel(ctx), read }, budgetMs, rng);
-    await finishLoad(load, read, summary);
-  } catch (err) {
-    if (stopping.signal.aborted) throw err;
-    summary.error = (err as Error)?.stack ?? String(err);
-    say(`  sentinel run failed: ${summary.error}`);
-    await load.stop(5000);
-  }
-  unLoad();
-  await closePool(pool, px, summary);
-  unPool();
-  await px.close();
-  unPx();
-  await topo.stop();
-  unTopo();
-  reportClose(summary);
+  await driveThenClose(summary, load, read, () => runFaults({ mode: 'sentinel', faults: SENTINEL_FAULTS, load, ctx, settle: () => settleSentinel(ctx), read }, budgetMs, rng), [
+    [unLoad, async () => {}], [unPool, () => closePool(pool, px, summary)], [unPx, () => px.close()], [unTopo, () => topo.stop()],
+  ]);
 }
 
 async function runCluster(budgetMs: number, seed: number): Promise<void> {
@@ -621,22 +607,30 @@ async function runCluster(budgetMs: number, seed: number): Promise<void> {
   };
   const ctx: ClusterContext = { ...baseContext(rng, () => load), topo, px, pool, nodeTimeoutMs: CLUSTER_NODE_TIMEOUT };
   const read = clusterReader(topo);
+  await driveThenClose(summary, load, read, () => runFaults({ mode: 'cluster', faults: CLUSTER_FAULTS, load, ctx, settle: () => settleCluster(ctx, 3), read, windowNotes }, budgetMs, rng), [
+    [unLoad, async () => {}], [unPool, () => closePool(pool, px, summary)], [unPx, () => px.close()], [unTopo, () => topo.stop()],
+  ]);
+}
+
+/**
+ * Runs one mode's faults and final read-back (a failure is recorded, not thrown, unless the
+ * soak is being stopped), then closes what the mode opened, in order, taking each step off the
+ * emergency cleanup list once it is done.
+ */
+async function driveThenClose(summary: ModeSummary, load: Load, read: Reader, drive: () => Promise<void>, closing: Array<[unregister: () => void, close: () => Promise<unknown>]>): Promise<void> {
   try {
-    await runFaults({ mode: 'cluster', faults: CLUSTER_FAULTS, load, ctx, settle: () => settleCluster(ctx, 3), read, windowNotes }, budgetMs, rng);
+    await drive();
     await finishLoad(load, read, summary);
   } catch (err) {
     if (stopping.signal.aborted) throw err;
     summary.error = (err as Error)?.stack ?? String(err);
-    say(`  cluster run failed: ${summary.error}`);
+    say(`  ${summary.mode} run failed: ${summary.error}`);
     await load.stop(5000);
   }
-  unLoad();
-  await closePool(pool, px, summary);
-  unPool();
-  await px.close();
-  unPx();
-  await topo.stop();
-  unTopo();
+  for (const [unregister, close] of closing) {
+    await close();
+    unregister();
+  }
   reportClose(summary);
 }
 
