@@ -23,8 +23,13 @@ export interface PubSubPlacement {
   place(kind: SubscriptionKind, name: string, current: readonly NodePool[]): PubSubTarget[];
   /** A subscribe was answered `-MOVED`: the mode's map is stale (a cluster applies the redirect). */
   moved?(error: RedisError, pool: NodePool): void;
-  /** A server dropped a sharded channel on its own (its slot left the node). */
-  shardLost?(): void;
+  /**
+   * A server dropped a sharded channel on its own (its slot left the node). Resolves once the
+   * mode's map is fresh: until then the name is not placed on that node again (a demoted master
+   * would accept it and serve it as a replica, and moving it once more later could deliver a
+   * message twice).
+   */
+  shardLost?(name: string, pool: NodePool): Promise<void>;
 }
 
 /** Hub settings, from the pool's options. */
@@ -59,6 +64,8 @@ interface Entry {
   lostReason: string | undefined;
   waiters: Array<{ resolve: () => void; reject: (e: Error) => void }>;
   group: number | undefined;
+  /** A pool that just dropped this name: not a target until the map was refreshed. */
+  avoid: NodePool | undefined;
 }
 
 /** One subscriber connection: to one node pool, for one generation of it (a Sentinel switch starts a new one). */
@@ -124,7 +131,7 @@ export class PubSubHub {
       const key = nameKey(kind, name);
       let e = this.entries.get(key);
       if (e === undefined) {
-        e = { kind, name, key, subs: new Set(), lostAt: undefined, lostReason: undefined, waiters: [], group: undefined };
+        e = { kind, name, key, subs: new Set(), lostAt: undefined, lostReason: undefined, waiters: [], group: undefined, avoid: undefined };
         this.entries.set(key, e);
       }
       e.subs.add(sub);
@@ -227,6 +234,9 @@ export class PubSubHub {
   }
 
   private async loop(): Promise<void> {
+    // Nothing may run before `running` is set: a round closes connections, whose close
+    // handlers call kick() synchronously and would start a second, concurrent loop.
+    await Promise.resolve();
     try {
       do {
         this.again = false;
@@ -255,7 +265,10 @@ export class PubSubHub {
     }
     link.names.clear();
     link.adding.clear();
-    link.conn?.destroy();
+    const conn = link.conn;
+    // Detached first, so its close handler knows this was on purpose.
+    link.conn = undefined;
+    conn?.destroy();
   }
 
   private async round(): Promise<void> {
@@ -273,7 +286,7 @@ export class PubSubHub {
     for (const e of this.entries.values()) {
       const current: NodePool[] = [];
       for (const [pool, link] of this.links) if (link.names.has(e.key)) current.push(pool);
-      const targets = this.placement.place(e.kind, e.name, current).filter((t) => !t.pool.isClosed);
+      const targets = this.placement.place(e.kind, e.name, current).filter((t) => !t.pool.isClosed && t.pool !== e.avoid);
       e.group = targets[0]?.group;
       wanted.set(e.key, targets.map((t) => t.pool));
     }
@@ -456,8 +469,16 @@ export class PubSubHub {
       const e = this.entries.get(f.key);
       if (e === undefined) return;
       this.markLost(e, f.kind === 'shard' ? 'slot-moved' : 'server-unsubscribed', Date.now());
-      if (f.kind === 'shard') this.placement.shardLost?.();
-      void this.kick();
+      const refreshed = f.kind === 'shard' ? this.placement.shardLost?.(f.name, link.pool) : undefined;
+      if (refreshed === undefined) {
+        void this.kick();
+        return;
+      }
+      e.avoid = link.pool;
+      void refreshed.then(() => {
+        if (e.avoid === link.pool) e.avoid = undefined;
+        void this.kick();
+      });
     }
   }
 }
