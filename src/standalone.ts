@@ -14,6 +14,7 @@ export type { CommonOptions } from './pool/common-options.js';
 
 /** What `stats()` reports for a standalone pool. */
 export interface StandaloneStats extends NodePoolStats {
+  /** Whether `close()` was called. */
   closed: boolean;
 }
 
