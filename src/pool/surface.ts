@@ -447,7 +447,12 @@ export async function runBatchOn(conn: Connection, cmds: Arg[][], call: Resolved
     throw exec;
   }
   if (exec === null) return null;
-  return (exec as Reply[]).map((r) => r as Reply | Error);
+  // A command failing inside EXEC is an element of EXEC's reply, not a reply of its own, so the
+  // connection did not stamp it: name the node, as for any other command's error.
+  return (exec as Reply[]).map((r) => {
+    if (r instanceof RedisError && r.address === undefined) r.address = conn.address;
+    return r as Reply | Error;
+  });
 }
 
 /**
