@@ -260,6 +260,7 @@ async function down(): Promise<void> {
   }
   if (existsSync(s.dir)) rmSync(s.dir, { recursive: true, force: true });
   rmSync(STATE_FILE, { force: true });
+  rmSync(s.log, { force: true });
   process.stdout.write(`Stopped the ${s.kind} topology (${s.nodes.length} processes).\n`);
 }
 

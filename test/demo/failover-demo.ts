@@ -10,7 +10,7 @@
  *    the NEW master (a crash).
  * 5. Prints every `failover` event with the time from its fault to the first acknowledged
  *    write after it, counts the acknowledged writes the final master lacks (per phase), and
- *    writes `failover-timeline.svg` (ops/s and errors per 100 ms, faults and events marked).
+ *    writes `failover-timeline.svg` (acknowledged writes / s and failed commands per 100 ms, faults and events marked).
  *
  * Everything is stopped at the end, on an error and on Ctrl-C.
  * Environment: DEMO_WORKERS (default 50), DEMO_SVG (output path, default ./failover-timeline.svg).
