@@ -119,6 +119,7 @@ export class QueueFullError extends Error {
  * the iteration ends with this error and the subscription is closed.
  */
 export class SlowConsumerError extends Error {
+  /** `'SlowConsumerError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'SlowConsumerError';
 }
 

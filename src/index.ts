@@ -1,6 +1,7 @@
 /**
  * redis-ha-pool: one pool API for a standalone Redis server, a Sentinel-managed master and a
  * Redis Cluster.
+ * @document ../docs/migrating.md
  * @packageDocumentation
  */
 export { StandalonePool, type StandaloneOptions, type StandaloneStats, type CommonOptions } from './standalone.js';
