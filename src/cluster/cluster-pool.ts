@@ -4,7 +4,7 @@ import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { HELPERS, type ScanOptions } from '../commands/helpers.js';
 import type { NodePool, NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
-import { BasePool, resolveCall, type PoolEvents } from '../pool/surface.js';
+import { BasePool, resolveCall, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import type { Address, NodeAddress } from '../types.js';
 import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
 import { resolveClusterOptions, type ClusterOptions, type ResolvedClusterOptions } from './options.js';
@@ -13,6 +13,8 @@ import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
 import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
 import type { Arg } from '../types.js';
 import { clusterPlacement } from './cluster-pubsub.js';
+import { ClientCache, type CacheStats } from '../cache/client-cache.js';
+import { keySlot, SLOT_COUNT } from './slot.js';
 
 /** Events of a {@link ClusterPool}. */
 export interface ClusterEvents extends PoolEvents {
@@ -92,6 +94,8 @@ export interface ClusterStats {
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`/`ssubscribe()`. */
   pubsub: PubSubStats;
+  /** The client-side cache's counters, when `cache` is on. */
+  cache?: CacheStats;
 }
 
 /**
@@ -130,11 +134,15 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   private readonly redirects = { moved: 0, ask: 0, tryagain: 0, clusterdown: 0, connection: 0 };
   private closing: Promise<void> | undefined;
   private hub: PubSubHub | undefined;
+  private readonly cache: ClientCache | undefined;
 
   private constructor(o: ResolvedClusterOptions) {
     super();
     this.o = o;
+    const cache = o.cache ? new ClientCache(o.cache, keySlot) : undefined;
+    this.cache = cache;
     this.topology = new Topology(o, {
+      ...(cache ? { onConnection: (c: Connection) => cache.attach(c) } : {}),
       onChange: (change) => this.emit('topology', change),
       onNodeError: (address, error) => {
         if (!this.closed) this.emit('node-error', { address: { host: address.host, port: address.port }, error });
@@ -159,6 +167,34 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       },
     };
     this.dispatcher = new ClusterDispatcher(host);
+    if (cache) {
+      (this.dispatcher as Dispatcher).cache = cache;
+      this.watchSlotsForCache(cache);
+    }
+  }
+
+  /**
+   * A slot that moved away from a node is no longer tracked by the node that will be asked
+   * about it: its entries go, at every map change (MOVED patch, refresh, failover).
+   */
+  private watchSlotsForCache(cache: ClientCache): void {
+    let before = this.topology.map;
+    const watch = (): void => {
+      this.topology.changed.addEventListener('abort', () => {
+        if (this.closed) return;
+        const after = this.topology.map;
+        if (cache.size > 0) {
+          const moved = new Set<number>();
+          for (let slot = 0; slot < SLOT_COUNT; slot++) {
+            if (before.shardForSlot(slot)?.master.key !== after.shardForSlot(slot)?.master.key) moved.add(slot);
+          }
+          cache.flushGroups(moved, 'slot-moved');
+        }
+        before = after;
+        watch();
+      }, { once: true });
+    };
+    watch();
   }
 
   private watchPool(pool: NodePool): void {
@@ -285,6 +321,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       liveCommandTable: this.registry.hasLiveTable,
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
+      ...(this.cache ? { cache: this.cache.stats() } : {}),
     };
   }
 

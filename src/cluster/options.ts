@@ -6,6 +6,7 @@ import type { ResolvedPoolOptions } from '../pool/options.js';
 import { resolveNatMap, type NatMap } from '../nat-map.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
 import type { Address, NodeAddress } from '../types.js';
+import { resolveCacheOptions, type ResolvedCacheOptions } from '../cache/options.js';
 
 /** Where read-only commands go. */
 export type ReadFrom = 'master' | 'replica' | 'prefer-replica';
@@ -67,6 +68,8 @@ export interface ResolvedClusterOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** Client-side cache settings; undefined when off. */
+  cache: ResolvedCacheOptions | undefined;
   maxRedirections: number;
   minRefreshInterval: number;
   refreshInterval: number;
@@ -118,6 +121,7 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    cache: resolveCacheOptions(o.cache, data.protocol),
     maxRedirections: o.maxRedirections ?? 16,
     minRefreshInterval: o.refresh?.minInterval ?? 200,
     refreshInterval: o.refresh?.interval ?? 30000,

@@ -104,6 +104,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   generation = 0;
   /** Set when the owner must not reuse it (e.g. it entered pub/sub mode). */
   dirty = false;
+  /** Set by the owner once it served as a multiplexed lane (the client-side cache flushes when one is lost). */
+  lane = false;
   readonly address: NodeAddress;
   private readonly label: string;
   private readonly socket: net.Socket;

@@ -10,6 +10,8 @@ export interface CallOptions {
   returnBuffers?: boolean;
   /** The command may run twice without harm: retry it on a new connection even when it may have executed. */
   idempotent?: boolean;
+  /** `false`: this call bypasses the client-side cache (it neither reads nor fills it). Default true when the pool has `cache`. */
+  cache?: boolean;
 }
 
 /** Call options after validation, with an absolute deadline. Also the options a connection's `send` reads. */
@@ -30,7 +32,8 @@ export interface ResolvedCall {
 /** Validates per-call options. */
 export function checkCallOptions(o: CallOptions): void {
   checkObject('with(options)', o);
-  checkKnown('with', o, ['signal', 'timeout', 'returnBuffers', 'idempotent']);
+  checkKnown('with', o, ['signal', 'timeout', 'returnBuffers', 'idempotent', 'cache']);
+  checkBoolean('with.cache', o.cache);
   checkNumber('with.timeout', o.timeout);
   checkBoolean('with.returnBuffers', o.returnBuffers);
   checkBoolean('with.idempotent', o.idempotent);

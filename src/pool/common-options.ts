@@ -1,6 +1,7 @@
 import { MAX_TIMER } from '../connection/options.js';
 import { checkBoolean, checkNumber } from '../options.js';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './options.js';
+import type { CacheOptions } from '../cache/options.js';
 
 /** Options of every mode besides the connection options. */
 export interface CommonOptions {
@@ -15,6 +16,11 @@ export interface CommonOptions {
    * pool keeps reconnecting in the background: fail fast, for callers with a fallback.
    */
   offlineQueue?: boolean;
+  /**
+   * Client-side cache of cacheable reads, invalidated by the server (`CLIENT TRACKING`, RESP3
+   * only: `protocol: 3`). Off by default; see the README's "Client-side cache".
+   */
+  cache?: CacheOptions;
 }
 
 /** @internal */
@@ -25,7 +31,7 @@ export interface ResolvedCommonOptions {
 }
 
 /** @internal Option names of {@link CommonOptions}. */
-export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue'] as const;
+export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue', 'cache'] as const;
 
 /** @internal Validates and splits the options shared by all modes. */
 export function resolveCommon(o: CommonOptions): ResolvedCommonOptions {

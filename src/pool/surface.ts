@@ -7,6 +7,7 @@ import { HELPERS, installHelpers, type BatchCommands, type CommandSpec, type Com
 import { PoolClosedError, RedisError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
+import { YIELD, type ClientCache } from '../cache/client-cache.js';
 
 /** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
 export type BatchResult = Array<Reply | Error>;
@@ -56,6 +57,15 @@ export interface Dispatcher {
   lease(key: Arg | undefined, args?: readonly Arg[], deadline?: number): Promise<LeaseHandle>;
   /** Default deadline of a call in ms (0 = none). */
   readonly commandTimeout: number;
+  /** The pool's client-side cache, when `cache` is on (`call()` and the helpers go through it). */
+  cache?: ClientCache;
+}
+
+/** Commands sent around the client-side cache drop the entries of the keys they write. */
+function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
+  const cache = d.cache;
+  if (cache !== undefined) for (const c of cmds) cache.noteWrite(c);
+  return cmds;
 }
 
 /** Builds the resolved options of one call. */
@@ -104,6 +114,23 @@ abstract class Runner {
       return Promise.reject(e);
     }
     const args = spec.args;
+    const cache = this.dispatcher.cache;
+    if (cache !== undefined) {
+      const o = this.callOptions;
+      if (o !== undefined && (o.cache === false || o.returnBuffers === true)) cache.noteWrite(args);
+      else {
+        const r = cache.run(args, () => this.dispatcher.dispatch(args, resolveCall(this.dispatcher, o, undefined)));
+        if (r === YIELD) return cache.nextTurn().then(() => this.runSpec(spec));
+        if (r instanceof Promise) return spec.transform ? r.then(spec.transform) : r;
+        if (r !== undefined) {
+          try {
+            return Promise.resolve(spec.transform ? spec.transform(r) : r);
+          } catch (e) {
+            return Promise.reject(e);
+          }
+        }
+      }
+    }
     const kind = commandKind(args[0]!);
     if (kind === 'subscribe') {
       return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
@@ -130,12 +157,12 @@ abstract class Runner {
 
   /** Queues commands and sends them in one write; `exec()` gives each command's value or error, in order. */
   pipeline(): Batch<BatchResult> {
-    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen());
+    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen());
   }
 
   /** MULTI/EXEC on one exclusive connection; `exec()` resolves to the results, or null if a WATCH aborted it. */
   multi(): Batch<BatchResult | null> {
-    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen());
+    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen());
   }
 
   /**
@@ -349,6 +376,7 @@ export class Lease {
     }
     track(this.state, spec.args);
     const call = resolveCall(this.dispatcher, this.callOptions, block);
+    this.dispatcher.cache?.noteWrite(spec.args);
     const p = this.conn.send(spec.args, sendOptions(call));
     return spec.transform ? p.then(spec.transform) : p;
   }
@@ -375,7 +403,7 @@ export class Lease {
       // EXEC (or its failure) ends the transaction and every WATCH.
       this.state.watched = false;
     }
-    return runBatchOn(this.conn, cmds, call, transaction);
+    return runBatchOn(this.conn, noteWrites(this.dispatcher, cmds), call, transaction);
   }
 
   /**

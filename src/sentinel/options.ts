@@ -10,6 +10,7 @@ import type { Address, NodeAddress } from '../types.js';
 
 export type { NatMap } from '../nat-map.js';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
+import { resolveCacheOptions, type ResolvedCacheOptions } from '../cache/options.js';
 
 /** Options of {@link SentinelPool.create}. Time values are in milliseconds. */
 export interface SentinelOptions extends ConnectionOptions, CommonOptions {
@@ -73,6 +74,8 @@ export interface ResolvedSentinelOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** Client-side cache settings; undefined when off. */
+  cache: ResolvedCacheOptions | undefined;
   resubscribe: BackoffOptions;
   pollInterval: number;
   sentinelPollInterval: number;
@@ -149,6 +152,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    cache: resolveCacheOptions(o.cache, data.protocol),
     resubscribe: { initialDelay: o.resubscribe?.initialDelay ?? 100, maxDelay: o.resubscribe?.maxDelay ?? 5000 },
     pollInterval: o.pollInterval ?? 10000,
     sentinelPollInterval: o.sentinelPollInterval ?? 100,
