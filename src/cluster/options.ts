@@ -5,6 +5,7 @@ import type { BackoffOptions } from '../pool/backoff.js';
 import type { ResolvedPoolOptions } from '../pool/options.js';
 import { resolveNatMap, type NatMap } from '../nat-map.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
+import type { Durability, DurabilityCounters } from '../pool/durability.js';
 import type { Address, NodeAddress } from '../types.js';
 
 /** Where read-only commands go. */
@@ -62,6 +63,9 @@ export interface ResolvedClusterOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** The `durability` option (undefined = off) and the pool's counters of it. */
+  durability: Durability | undefined;
+  durabilityCounters: DurabilityCounters;
   maxRedirections: number;
   minRefreshInterval: number;
   refreshInterval: number;
@@ -113,6 +117,8 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    durability: common.durability,
+    durabilityCounters: common.durabilityCounters,
     maxRedirections: o.maxRedirections ?? 16,
     minRefreshInterval: o.refresh?.minInterval ?? 200,
     refreshInterval: o.refresh?.interval ?? 30000,

@@ -3,7 +3,7 @@ import tls from 'node:tls';
 import { inspect } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
 import {
-  AuthenticationError, ConnectionError, overloadError, PoolClosedError, ProtocolError, RedisError, TimeoutError, UncertainWriteError, type QueueFullError,
+  AuthenticationError, ConnectionError, DurabilityError, overloadError, PoolClosedError, ProtocolError, RedisError, TimeoutError, UncertainWriteError, type QueueFullError,
 } from '../errors.js';
 import { encodeCommand } from '../resp/encoder.js';
 import { RespDecoder, type DecodedValue } from '../resp/decoder.js';
@@ -14,6 +14,7 @@ import type { ResolvedConnectionOptions } from './options.js';
 import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
 import { scheduleFlush, type Flushable } from './flush-scheduler.js';
 import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
+import { needsConfirmation, shortMessage, waitOutcome, waitTimeout, type Durability, type DurabilityCounters, type WaitOutcome } from './durability.js';
 
 /** Per-command options understood by a connection. */
 export interface SendOptions {
@@ -35,6 +36,11 @@ export interface SendOptions {
    * command's reply is the one awaited. The default `commandTimeout` never does.
    */
   patience?: number;
+  /**
+   * A write that must reach replicas before it resolves: a WAIT follows the flush that carries
+   * it, and its reply is held until that WAIT answers (see durability.ts).
+   */
+  durable?: Durability;
 }
 
 /** Events of one connection. */
@@ -59,6 +65,14 @@ class Command {
   size = 0;
   /** Inactivity allowed while this is the reply awaited, when longer than socketTimeout; 0 = socketTimeout. */
   idleLimit = 0;
+  /** Durable write: what it asks of the replicas. */
+  durable: Durability | undefined = undefined;
+  /** Durable write: the WAIT that confirms it (set when that WAIT is queued). */
+  group: WaitGroup | undefined = undefined;
+  /** Durable write whose reply arrived and is held until its WAIT answers. */
+  confirming = false;
+  reply: Reply = null;
+  attrs: Map<Reply, Reply> | undefined = undefined;
   constructor(
     readonly name: string,
     readonly encoded: string | Array<string | Buffer>,
@@ -70,6 +84,16 @@ class Command {
     readonly signal: AbortSignal | undefined,
     readonly onAttributes: ((a: Map<Reply, Reply>) => void) | undefined,
   ) {}
+}
+
+/** Durable writes confirmed by one WAIT. */
+interface WaitGroup {
+  readonly members: Command[];
+  readonly required: number;
+  /** The WAIT's own timeout argument (the durability timeout, clipped to the earliest deadline). */
+  readonly timeout: number;
+  readonly stats: DurabilityCounters | undefined;
+  readonly queuedAt: number;
 }
 
 const SUBSCRIBE_RE = /^[ps]?subscribe$/i;
@@ -125,6 +149,10 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private inMulti = false;
   /** Set by the owner: the re-authentication round its credentials come from. */
   authEpoch = 0;
+  /** Durable writes queued since the last WAIT was queued. */
+  private unsealed: Command[] = [];
+  /** WAITs written and not answered yet, with the writes they confirm. */
+  private groups: WaitGroup[] = [];
 
   private constructor(address: NodeAddress, opts: ResolvedConnectionOptions, socket: net.Socket) {
     super();
@@ -372,6 +400,11 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
         signal.addEventListener('abort', onAbort, { once: true });
         cmd.abort = () => signal.removeEventListener('abort', onAbort);
       }
+      const durable = options?.durable;
+      if (durable !== undefined) {
+        cmd.durable = durable;
+        this.unsealed.push(cmd);
+      }
       this.toWrite.push(cmd);
       this.queuedBytes += size;
       if (subscribe) {
@@ -406,7 +439,11 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
 
   private trackTransaction(name: string): void {
     const upper = name.toUpperCase();
-    if (upper === 'MULTI') this.inMulti = true;
+    if (upper === 'MULTI') {
+      // A WAIT queued after MULTI would join the transaction: durable writes before it get theirs now.
+      if (this.unsealed.length > 0) this.sealDurable();
+      this.inMulti = true;
+    }
     else if (upper === 'EXEC' || upper === 'DISCARD' || upper === 'RESET') this.inMulti = false;
   }
 
@@ -419,6 +456,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.flushScheduled = false;
     // Backpressure: while the socket's buffer is full, commands wait here (bounded by maxPending*).
     if (this.isClosed || this.toWrite.length === 0 || this.awaitingDrain) return;
+    if (this.unsealed.length > 0) this.sealDurable();
     const batch = this.toWrite;
     this.toWrite = [];
     this.queuedBytes = 0;
@@ -486,6 +524,13 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       else if (this.opts.pingInterval > 0) this.arm(this.lastActivity + this.opts.pingInterval);
     }
     if (cmd.state === SETTLED) return; // its caller gave up (timeout or abort); the late reply is dropped
+    if (cmd.group !== undefined && !(value instanceof RedisError) && needsConfirmation(cmd.name, value)) {
+      // Ran on this node; it resolves when its WAIT says enough replicas have it.
+      cmd.confirming = true;
+      cmd.reply = value;
+      cmd.attrs = attrs;
+      return;
+    }
     this.settle(cmd);
     if (value instanceof RedisError) {
       value.address = this.address;
@@ -549,6 +594,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     const queued = this.toWrite;
     this.toWrite = [];
     this.queuedBytes = 0;
+    this.unsealed = [];
     for (const cmd of queued) {
       if (cmd.state === SETTLED) continue;
       this.settle(cmd);
@@ -594,13 +640,16 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       if (cmd.timer <= now) {
         const sent = cmd.state === WRITTEN;
         this.expire(cmd, new TimeoutError(
-          `${cmd.name} to ${this.label} got no reply within its timeout; ${sent ? 'it was sent and may have executed' : 'it was not sent'}.`,
+          cmd.confirming
+            ? `${cmd.name} ran on ${this.label}, but the WAIT confirming its replication did not answer within its timeout; it was not re-sent.`
+            : `${cmd.name} to ${this.label} got no reply within its timeout; ${sent ? 'it was sent and may have executed' : 'it was not sent'}.`,
           { address: this.address, sent },
         ));
       } else if (cmd.timer < next) next = cmd.timer;
     };
     for (const cmd of this.inflight) check(cmd);
     for (const cmd of [...this.toWrite]) check(cmd);
+    for (const g of this.groups) for (const cmd of g.members) if (cmd.confirming) check(cmd);
     const st = this.opts.socketTimeout;
     if (st > 0 && this.inflight.length > 0 && this.blockingInflight === 0) {
       const idleSince = this.lastActivity;
@@ -619,6 +668,101 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       else next = Math.min(next, this.lastActivity + pi);
     }
     if (next !== Infinity) this.arm(next);
+  }
+
+  /**
+   * Queues the WAIT that confirms the durable writes queued since the last one (one WAIT per
+   * distinct `replicas`/`timeout` among them; normally there is one).
+   */
+  private sealDurable(): void {
+    const cmds = this.unsealed;
+    this.unsealed = [];
+    const first = cmds[0]!.durable!;
+    let mixed = false;
+    for (const c of cmds) if (c.durable!.replicas !== first.replicas || c.durable!.timeout !== first.timeout) mixed = true;
+    if (!mixed) return this.queueWait(cmds, first);
+    const by = new Map<string, Command[]>();
+    for (const c of cmds) {
+      const k = `${c.durable!.replicas}/${c.durable!.timeout}`;
+      const list = by.get(k);
+      if (list) list.push(c);
+      else by.set(k, [c]);
+    }
+    for (const list of by.values()) this.queueWait(list, list[0]!.durable!);
+  }
+
+  private queueWait(cmds: Command[], spec: Durability): void {
+    const members = cmds.filter((c) => c.state !== SETTLED);
+    if (members.length === 0) return;
+    const now = Date.now();
+    let earliest = 0;
+    for (const m of members) if (m.timer > 0 && (earliest === 0 || m.timer < earliest)) earliest = m.timer;
+    const group: WaitGroup = { members, required: spec.replicas, timeout: waitTimeout(spec.timeout, earliest, now), stats: spec.stats, queuedAt: now };
+    const encoded = encodeCommand(['WAIT', group.required, group.timeout]);
+    // No deadline of its own: every write it confirms keeps its own, and the server answers within `timeout`.
+    const wait = new Command('WAIT', encoded, (v) => this.confirm(group, waitOutcome(v, group.required)), (e) => this.unconfirmed(group, e), false, false, false, undefined, undefined);
+    wait.size = typeof encoded === 'string' ? encoded.length : partsSize(encoded);
+    if (this.opts.socketTimeout > 0) wait.idleLimit = this.opts.socketTimeout + group.timeout;
+    for (const m of members) m.group = group;
+    this.groups.push(group);
+    this.toWrite.push(wait);
+    this.queuedBytes += wait.size;
+    spec.stats?.sent();
+  }
+
+  private forget(group: WaitGroup): void {
+    const i = this.groups.indexOf(group);
+    if (i !== -1) this.groups.splice(i, 1);
+  }
+
+  /** The WAIT answered: each write it covers resolves with its own reply, or fails with DurabilityError. */
+  private confirm(group: WaitGroup, outcome: WaitOutcome): void {
+    this.forget(group);
+    let ok = 0;
+    let bad = 0;
+    for (const m of group.members) {
+      if (m.state === SETTLED || !m.confirming) continue;
+      this.settle(m);
+      if (outcome.kind === 'confirmed') {
+        ok++;
+        if (m.attrs && m.onAttributes) {
+          try {
+            m.onAttributes(m.attrs);
+          } catch (e) {
+            rethrowLater(e);
+          }
+        }
+        m.resolve(m.reply);
+      } else {
+        bad++;
+        m.reject(outcome.kind === 'short'
+          ? new DurabilityError(shortMessage(m.name, this.label, outcome.replicas, group.required, group.timeout), { replicas: outcome.replicas, required: group.required, address: this.address })
+          : new DurabilityError(
+              `${m.name} ran on ${this.label}, but the WAIT confirming its replication failed there (${clause(outcome.error.message)}); it is on the master only and was not re-sent. ` +
+                'WAIT must be allowed for this user (ACL +wait) and the node must be a master.',
+              { replicas: 0, required: group.required, address: this.address, cause: outcome.error },
+            ));
+      }
+    }
+    group.stats?.answer(Date.now() - group.queuedAt, ok, bad);
+  }
+
+  /** The WAIT got no reply: an error reply is a failed WAIT; a lost connection leaves the writes uncertain. */
+  private unconfirmed(group: WaitGroup, err: Error): void {
+    if (err instanceof RedisError) return this.confirm(group, { kind: 'failed', error: err });
+    this.forget(group);
+    let n = 0;
+    for (const m of group.members) {
+      if (m.state === SETTLED) continue;
+      this.settle(m);
+      n++;
+      m.reject(new UncertainWriteError(
+        `${m.name} ran on ${this.label}, but the connection closed before the WAIT confirming its replication answered (${clause(err.message)}); ` +
+          'it may be on the master only, and was not re-sent.',
+        { cause: err, address: this.address },
+      ));
+    }
+    group.stats?.lost(n, false);
   }
 
   /** Sends the heartbeat PING; no reply within `pingInterval` closes the connection. */

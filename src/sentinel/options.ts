@@ -5,6 +5,7 @@ import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf, checkSt
 import type { BackoffOptions } from '../pool/backoff.js';
 import type { ResolvedPoolOptions } from '../pool/options.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
+import type { Durability, DurabilityCounters } from '../pool/durability.js';
 import { resolveNatMap, type NatMap } from '../nat-map.js';
 import type { Address, NodeAddress } from '../types.js';
 
@@ -73,6 +74,9 @@ export interface ResolvedSentinelOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** The `durability` option (undefined = off) and the pool's counters of it. */
+  durability: Durability | undefined;
+  durabilityCounters: DurabilityCounters;
   resubscribe: BackoffOptions;
   pollInterval: number;
   sentinelPollInterval: number;
@@ -149,6 +153,8 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    durability: common.durability,
+    durabilityCounters: common.durabilityCounters,
     resubscribe: { initialDelay: o.resubscribe?.initialDelay ?? 100, maxDelay: o.resubscribe?.maxDelay ?? 5000 },
     pollInterval: o.pollInterval ?? 10000,
     sentinelPollInterval: o.sentinelPollInterval ?? 100,

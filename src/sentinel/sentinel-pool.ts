@@ -3,6 +3,7 @@ import { AllSentinelsDownError, AuthenticationError, ConnectionError, RedisError
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
+import type { DurabilityStats } from '../pool/durability.js';
 import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
@@ -53,6 +54,8 @@ export interface SentinelStats extends NodePoolStats {
   refreshes: number;
   sentinels: Array<{ address: NodeAddress; connected: boolean; polling: boolean }>;
   replicas: NodeAddress[];
+  /** Durable acknowledgements (all zero while `durability` is off, and with `role: 'replica'`). */
+  durability: DurabilityStats;
   closed: boolean;
 }
 
@@ -497,6 +500,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       refreshes: this.refreshes,
       sentinels: [...this.watchers.values()].map((w) => ({ address: { ...w.address }, connected: w.connected, polling: w.polling })),
       replicas: this.replicaPools.map((p) => ({ ...p.target })),
+      durability: this.o.durabilityCounters.snapshot(),
       closed: this.closed,
     };
   }
