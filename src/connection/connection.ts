@@ -751,15 +751,17 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private unconfirmed(group: WaitGroup, err: Error): void {
     if (err instanceof RedisError) return this.confirm(group, { kind: 'failed', error: err });
     this.forget(group);
+    // Report why the connection closed, not the WAIT's own "may have executed".
+    const why = err instanceof UncertainWriteError && err.cause instanceof Error ? err.cause : err;
     let n = 0;
     for (const m of group.members) {
       if (m.state === SETTLED) continue;
       this.settle(m);
       n++;
       m.reject(new UncertainWriteError(
-        `${m.name} ran on ${this.label}, but the connection closed before the WAIT confirming its replication answered (${clause(err.message)}); ` +
+        `${m.name} ran on ${this.label}, but the connection closed before the WAIT confirming its replication answered (${clause(why.message)}); ` +
           'it may be on the master only, and was not re-sent.',
-        { cause: err, address: this.address },
+        { cause: why, address: this.address },
       ));
     }
     group.stats?.lost(n, false);
