@@ -456,7 +456,10 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.flushScheduled = false;
     // Backpressure: while the socket's buffer is full, commands wait here (bounded by maxPending*).
     if (this.isClosed || this.toWrite.length === 0 || this.awaitingDrain) return;
-    if (this.unsealed.length > 0) this.sealDurable();
+    // One WAIT in flight per connection: the server runs nothing behind a WAIT until it answers,
+    // so a second one would only queue behind the first (and add its timeout to every write
+    // after it when replicas lag). Writes sent meanwhile get the next WAIT, when this one answers.
+    if (this.unsealed.length > 0 && this.groups.length === 0) this.sealDurable();
     const batch = this.toWrite;
     this.toWrite = [];
     this.queuedBytes = 0;
@@ -524,7 +527,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       else if (this.opts.pingInterval > 0) this.arm(this.lastActivity + this.opts.pingInterval);
     }
     if (cmd.state === SETTLED) return; // its caller gave up (timeout or abort); the late reply is dropped
-    if (cmd.group !== undefined && !(value instanceof RedisError) && needsConfirmation(cmd.name, value)) {
+    if (cmd.durable !== undefined && !(value instanceof RedisError) && needsConfirmation(cmd.name, value)) {
       // Ran on this node; it resolves when its WAIT says enough replicas have it.
       cmd.confirming = true;
       cmd.reply = value;
@@ -594,7 +597,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     const queued = this.toWrite;
     this.toWrite = [];
     this.queuedBytes = 0;
-    this.unsealed = [];
+    // Durable writes already written still get their WAIT (it confirms what reached the node).
+    if (this.unsealed.length > 0) this.unsealed = this.unsealed.filter((c) => c.state === WRITTEN);
     for (const cmd of queued) {
       if (cmd.state === SETTLED) continue;
       this.settle(cmd);
@@ -650,6 +654,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     for (const cmd of this.inflight) check(cmd);
     for (const cmd of [...this.toWrite]) check(cmd);
     for (const g of this.groups) for (const cmd of g.members) if (cmd.confirming) check(cmd);
+    for (const cmd of this.unsealed) if (cmd.confirming) check(cmd);
     const st = this.opts.socketTimeout;
     if (st > 0 && this.inflight.length > 0 && this.blockingInflight === 0) {
       const idleSince = this.lastActivity;
@@ -710,9 +715,17 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     spec.stats?.sent();
   }
 
+  /** A WAIT is done: the durable writes sent while it was in flight get the next one. */
   private forget(group: WaitGroup): void {
     const i = this.groups.indexOf(group);
     if (i !== -1) this.groups.splice(i, 1);
+    if (this.groups.length === 0 && this.unsealed.length > 0 && !this.isClosed) {
+      this.sealDurable();
+      if (!this.flushScheduled && this.toWrite.length > 0) {
+        this.flushScheduled = true;
+        scheduleFlush(this);
+      }
+    }
   }
 
   /** The WAIT answered: each write it covers resolves with its own reply, or fails with DurabilityError. */
@@ -802,6 +815,14 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       this.settle(cmd);
       cmd.reject(new UncertainWriteError(`${cmd.name} was sent to ${label} but the connection closed before its reply${why}; it may have executed.`, { cause: error, address: this.address }));
     }
+    // Durable writes that ran and waited for a WAIT not sent yet (one was in flight before them).
+    const held = this.unsealed.filter((c) => c.confirming && c.state !== SETTLED);
+    this.unsealed = [];
+    for (const cmd of held) {
+      this.settle(cmd);
+      cmd.reject(new UncertainWriteError(`${cmd.name} ran on ${label}, but the connection closed before a WAIT confirmed its replication${why}; it may be on the master only, and was not re-sent.`, { cause: error, address: this.address }));
+    }
+    if (held.length > 0) held[0]!.durable!.stats?.lost(held.length, false);
     this.dropQueued((cmd) => new ConnectionError(`${cmd.name} was not sent: the connection to ${label} closed${why}.`, { cause: error, address: this.address }));
     if (!this.usable.signal.aborted) this.usable.abort(error ?? new ConnectionError(`Connection to ${this.label} was closed.`, { address: this.address }));
     this.emit('close', error);
