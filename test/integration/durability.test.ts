@@ -188,6 +188,19 @@ describe('durability on a master with two replicas', () => {
   });
 });
 
+describe('durability and ACL', () => {
+  it('a user denied WAIT: writes reject with DurabilityError whose cause is the NOPERM refusal', async () => {
+    await topo.master.server.cli('ACL', 'SETUSER', 'nowait', 'on', '>nowait-pw', '~*', '+@all', '-wait');
+    const pool = await create(topo.master.url, { username: 'nowait', password: 'nowait-pw', durability: { replicas: 1, timeout: 500 } });
+    const err = (await pool.set('dur:acl', '1').catch((e: unknown) => e)) as DurabilityError;
+    expect(err).toBeInstanceOf(DurabilityError);
+    expect(err.replicas).toBe(0);
+    expect((err.cause as { code?: string }).code).toBe('NOPERM');
+    expect(err.message).toMatch(/ACL \+wait/);
+    expect(await pool.get('dur:acl')).toBe('1');
+  });
+});
+
 describe('durability on a server without replicas', () => {
   it('replicas: 1 rejects every write with a DurabilityError that says the master has no replicas', async () => {
     const pool = await create(lone.url, { durability: { replicas: 1, timeout: 100 } });
