@@ -832,12 +832,14 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   /** Waits for every pending reply (bounded by `timeoutMs`), then closes. */
   async close(timeoutMs = 0): Promise<void> {
     if (this.isClosed) return;
-    if (this.pending > 0 && timeoutMs > 0) {
+    const until = Date.now() + timeoutMs;
+    // Again while something is pending: a WAIT's reply can queue the next WAIT (durability).
+    while (this.pending > 0 && timeoutMs > 0 && !this.isClosed && Date.now() < until) {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         this.drained = resolve;
         this.once('close', () => resolve());
-        timer = setTimeout(resolve, timeoutMs);
+        timer = setTimeout(resolve, Math.max(0, until - Date.now()));
       });
       clearTimeout(timer);
       this.drained = undefined;

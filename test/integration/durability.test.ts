@@ -113,6 +113,24 @@ describe('durability on a master with two replicas', () => {
     expect(st.confirmed).toBe(1);
   });
 
+  it('writes sent while a WAIT is in flight wait for the next one (one WAIT at a time per connection), and are never acknowledged early', async () => {
+    const pool = await create(topo.master.url, { durability: { replicas: 1, timeout: 300 } });
+    await pool.set('dur:next:warm', '1');
+    const waits0 = pool.stats().durability.waits;
+    pauseReplicas();
+    const first = pool.set('dur:next:a', '1').catch((e: unknown) => e);
+    // Two turns later the first WAIT is on the wire: these go behind it.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(pool.stats().durability.waits).toBe(waits0 + 1);
+    const later = Array.from({ length: 5 }, (_, i) => pool.set(`dur:next:b${i}`, '1').catch((e: unknown) => e));
+    const results = await Promise.all([first, ...later]);
+    for (const r of results) expect(r).toBeInstanceOf(DurabilityError);
+    // The five shared one WAIT, sent when the first answered.
+    expect(pool.stats().durability.waits).toBe(waits0 + 2);
+    expect(pool.stats().durability.durabilityErrors).toBe(6);
+  });
+
   it('per call: with({ durability: false }) skips the WAIT; with({ durability }) turns it on for a pool without it', async () => {
     const plain = await create(topo.master.url);
     const durable = await create(topo.master.url, { durability: { replicas: 1, timeout: 300 } });

@@ -10,6 +10,7 @@ import { needsConfirmation, shortMessage, waitOutcome, waitTimeout } from '../..
 import { checkDurability, confirmsWrite, DurabilityCounters, effectiveDurability, isDurableWrite } from '../../src/pool/durability.js';
 import { checkCallOptions } from '../../src/pool/call-options.js';
 import { resolveCommon } from '../../src/pool/common-options.js';
+import { decideRedirect } from '../../src/cluster/redirect.js';
 
 describe('which commands wait for replicas', () => {
   const table = new CommandRegistry();
@@ -159,5 +160,15 @@ describe('DurabilityCounters', () => {
     c.answer(6, 0, 3);
     c.lost(4, false);
     expect(c.snapshot()).toEqual({ waits: 3, confirmed: 10, durabilityErrors: 3, uncertain: 4, waitTime: { last: 6, mean: 4, max: 6 } });
+  });
+});
+
+describe('a cluster never retries a DurabilityError', () => {
+  it('decideRedirect fails it, idempotent or not', () => {
+    const e = new DurabilityError('m', { replicas: 0, required: 1 });
+    for (const idempotent of [false, true]) {
+      const d = decideRedirect(e, { sent: true, readOnly: false, idempotent, redirections: 0, maxRedirections: 16, from: { host: 'h', port: 1 } });
+      expect(d).toEqual({ action: 'fail', error: e, exhausted: false });
+    }
   });
 });
