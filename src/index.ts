@@ -15,7 +15,7 @@ export type { Commands, SetOptions, ScanOptions } from './commands/helpers.js';
 export type { Address, Arg, NodeAddress, Reply } from './types.js';
 export {
   RedisError, ConnectionError, UncertainWriteError, DurabilityError, AuthenticationError, NodeUnreachableError, TimeoutError, ProtocolError, PoolClosedError,
-  QueueFullError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
+  QueueFullError, SlowConsumerError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
   type RedirectAttempt,
 } from './errors.js';
 export { keySlot } from './cluster/slot.js';
@@ -25,3 +25,7 @@ export { ClusterPool, type ClusterEvents, type ClusterStats } from './cluster/cl
 export type { ClusterOptions } from './cluster/options.js';
 export type { ClusterNodeInfo } from './cluster/cluster-pool.js';
 export { RoleMismatchError } from './sentinel/discovery.js';
+export { Subscription, type PubSubMessage, type Listener, type SubscriptionEvents } from './pubsub/subscription.js';
+export type { SubscriptionOptions, SubscriptionKind } from './pubsub/frames.js';
+export type { PubSubStats } from './pubsub/hub.js';
+export type { PubSubMethods, ShardedPubSubMethods } from './pubsub/methods.js';
