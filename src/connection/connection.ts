@@ -3,7 +3,7 @@ import tls from 'node:tls';
 import { inspect } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
 import {
-  AuthenticationError, ConnectionError, DurabilityError, overloadError, PoolClosedError, ProtocolError, RedisError, TimeoutError, UncertainWriteError, type QueueFullError,
+  AuthenticationError, ConnectionError, overloadError, PoolClosedError, ProtocolError, RedisError, TimeoutError, UncertainWriteError, type QueueFullError,
 } from '../errors.js';
 import { encodeCommand } from '../resp/encoder.js';
 import { RespDecoder, type DecodedValue } from '../resp/decoder.js';
@@ -14,7 +14,8 @@ import type { ResolvedConnectionOptions } from './options.js';
 import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
 import { scheduleFlush, type Flushable } from './flush-scheduler.js';
 import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
-import { needsConfirmation, shortMessage, waitOutcome, waitTimeout, type Durability, type DurabilityCounters, type WaitOutcome } from './durability.js';
+import type { Durability } from './durability.js';
+import { Confirmations, type ConfirmationHost, type DurableCommand } from './confirmations.js';
 
 /** Per-command options understood by a connection. */
 export interface SendOptions {
@@ -55,7 +56,7 @@ const QUEUED = 0;
 const WRITTEN = 1;
 const SETTLED = 2;
 
-class Command {
+class Command implements DurableCommand {
   state = QUEUED;
   /** SUBSCRIBE to n channels: n-1 placeholder entries follow this one to absorb the extra confirmations. */
   extras = 0;
@@ -67,8 +68,6 @@ class Command {
   idleLimit = 0;
   /** Durable write: what it asks of the replicas. */
   durable: Durability | undefined = undefined;
-  /** Durable write: the WAIT that confirms it (set when that WAIT is queued). */
-  group: WaitGroup | undefined = undefined;
   /** Durable write whose reply arrived and is held until its WAIT answers. */
   confirming = false;
   reply: Reply = null;
@@ -88,16 +87,6 @@ class Command {
     readonly signal: AbortSignal | undefined,
     readonly onAttributes: ((a: Map<Reply, Reply>) => void) | undefined,
   ) {}
-}
-
-/** Durable writes confirmed by one WAIT. */
-interface WaitGroup {
-  readonly members: Command[];
-  readonly required: number;
-  /** The WAIT's own timeout argument (the durability timeout, clipped to the earliest deadline). */
-  readonly timeout: number;
-  readonly stats: DurabilityCounters | undefined;
-  readonly queuedAt: number;
 }
 
 const SUBSCRIBE_RE = /^[ps]?(un)?subscribe$/i;
@@ -159,10 +148,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private inMulti = false;
   /** Set by the owner: the re-authentication round its credentials come from. */
   authEpoch = 0;
-  /** Durable writes queued since the last WAIT was queued. */
-  private unsealed: Command[] = [];
-  /** WAITs written and not answered yet, with the writes they confirm. */
-  private groups: WaitGroup[] = [];
+  /** The WAITs of durable writes (see confirmations.ts). */
+  private readonly confirmations: Confirmations<Command>;
   /**
    * Decode every reply and push as Buffers (a subscriber connection whose messages must stay
    * binary-safe; channel names are then Buffers too).
@@ -175,6 +162,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.label = formatAddress(address);
     this.opts = opts;
     this.socket = socket;
+    this.confirmations = new Confirmations<Command>(this.confirmationHost());
     this.decoder = new RespDecoder({
       maxReplyBytes: opts.maxReplyBytes,
       onReply: (v, attrs) => this.onReply(v, attrs),
@@ -423,7 +411,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       const durable = options?.durable;
       if (durable !== undefined) {
         cmd.durable = durable;
-        this.unsealed.push(cmd);
+        this.confirmations.add(cmd);
       }
       this.toWrite.push(cmd);
       this.queuedBytes += size;
@@ -462,11 +450,9 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private trackTransaction(name: string): void {
     const upper = name.toUpperCase();
     if (upper === 'MULTI') {
-      // A WAIT queued after MULTI would join the transaction: durable writes before it get theirs now.
-      if (this.unsealed.length > 0) this.sealDurable();
+      this.confirmations.beforeMulti();
       this.inMulti = true;
-    }
-    else if (upper === 'EXEC' || upper === 'DISCARD' || upper === 'RESET') this.inMulti = false;
+    } else if (upper === 'EXEC' || upper === 'DISCARD' || upper === 'RESET') this.inMulti = false;
   }
 
   /** @internal Called by the flush scheduler. */
@@ -478,10 +464,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.flushScheduled = false;
     // Backpressure: while the socket's buffer is full, commands wait here (bounded by maxPending*).
     if (this.isClosed || this.toWrite.length === 0 || this.awaitingDrain) return;
-    // One WAIT in flight per connection: the server runs nothing behind a WAIT until it answers,
-    // so a second one would only queue behind the first (and add its timeout to every write
-    // after it when replicas lag). Writes sent meanwhile get the next WAIT, when this one answers.
-    if (this.unsealed.length > 0 && this.groups.length === 0) this.sealDurable();
+    this.confirmations.beforeFlush();
     const batch = this.toWrite;
     this.toWrite = [];
     this.queuedBytes = 0;
@@ -552,13 +535,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       else if (this.opts.pingInterval > 0) this.arm(this.lastActivity + this.opts.pingInterval);
     }
     if (cmd.state === SETTLED) return; // its caller gave up (timeout or abort); the late reply is dropped
-    if (cmd.durable !== undefined && !(value instanceof RedisError) && needsConfirmation(cmd.name, value)) {
-      // Ran on this node; it resolves when its WAIT says enough replicas have it.
-      cmd.confirming = true;
-      cmd.reply = value;
-      cmd.attrs = attrs;
-      return;
-    }
+    // A durable write ran on this node; it resolves when its WAIT says enough replicas have it.
+    if (cmd.durable !== undefined && this.confirmations.hold(cmd, value, attrs)) return;
     this.settle(cmd);
     if (value instanceof RedisError) {
       value.address = this.address;
@@ -628,8 +606,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     const queued = this.toWrite;
     this.toWrite = [];
     this.queuedBytes = 0;
-    // Durable writes already written still get their WAIT (it confirms what reached the node).
-    if (this.unsealed.length > 0) this.unsealed = this.unsealed.filter((c) => c.state === WRITTEN);
+    this.confirmations.dropUnsent();
     for (const cmd of queued) {
       if (cmd.state === SETTLED) continue;
       this.settle(cmd);
@@ -684,8 +661,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     };
     for (const cmd of this.inflight) check(cmd);
     for (const cmd of [...this.toWrite]) check(cmd);
-    for (const g of this.groups) for (const cmd of g.members) if (cmd.confirming) check(cmd);
-    for (const cmd of this.unsealed) if (cmd.confirming) check(cmd);
+    this.confirmations.forEachHeld(check);
     const st = this.opts.socketTimeout;
     if (st > 0 && this.inflight.length > 0 && this.blockingInflight === 0) {
       const idleSince = this.lastActivity;
@@ -706,109 +682,32 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     if (next !== Infinity) this.arm(next);
   }
 
-  /**
-   * Queues the WAIT that confirms the durable writes queued since the last one (one WAIT per
-   * distinct `replicas`/`timeout` among them; normally there is one).
-   */
-  private sealDurable(): void {
-    const cmds = this.unsealed;
-    this.unsealed = [];
-    const first = cmds[0]!.durable!;
-    let mixed = false;
-    for (const c of cmds) if (c.durable!.replicas !== first.replicas || c.durable!.timeout !== first.timeout) mixed = true;
-    if (!mixed) return this.queueWait(cmds, first);
-    const by = new Map<string, Command[]>();
-    for (const c of cmds) {
-      const k = `${c.durable!.replicas}/${c.durable!.timeout}`;
-      const list = by.get(k);
-      if (list) list.push(c);
-      else by.set(k, [c]);
-    }
-    for (const list of by.values()) this.queueWait(list, list[0]!.durable!);
-  }
-
-  private queueWait(cmds: Command[], spec: Durability): void {
-    const members = cmds.filter((c) => c.state !== SETTLED);
-    if (members.length === 0) return;
-    const now = Date.now();
-    let earliest = 0;
-    for (const m of members) if (m.timer > 0 && (earliest === 0 || m.timer < earliest)) earliest = m.timer;
-    const group: WaitGroup = { members, required: spec.replicas, timeout: waitTimeout(spec.timeout, earliest, now), stats: spec.stats, queuedAt: now };
-    const encoded = encodeCommand(['WAIT', group.required, group.timeout]);
-    // No deadline of its own: every write it confirms keeps its own, and the server answers within `timeout`.
-    const wait = new Command('WAIT', encoded, (v) => this.confirm(group, waitOutcome(v, group.required)), (e) => this.unconfirmed(group, e), false, false, false, undefined, undefined);
-    wait.size = typeof encoded === 'string' ? encoded.length : partsSize(encoded);
-    if (this.opts.socketTimeout > 0) wait.idleLimit = this.opts.socketTimeout + group.timeout;
-    for (const m of members) m.group = group;
-    this.groups.push(group);
-    this.toWrite.push(wait);
-    this.queuedBytes += wait.size;
-    spec.stats?.sent();
-  }
-
-  /** A WAIT is done: the durable writes sent while it was in flight get the next one. */
-  private forget(group: WaitGroup): void {
-    const i = this.groups.indexOf(group);
-    if (i !== -1) this.groups.splice(i, 1);
-    if (this.groups.length === 0 && this.unsealed.length > 0 && !this.isClosed) {
-      this.sealDurable();
-      if (!this.flushScheduled && this.toWrite.length > 0) {
-        this.flushScheduled = true;
-        scheduleFlush(this);
-      }
-    }
-  }
-
-  /** The WAIT answered: each write it covers resolves with its own reply, or fails with DurabilityError. */
-  private confirm(group: WaitGroup, outcome: WaitOutcome): void {
-    this.forget(group);
-    let ok = 0;
-    let bad = 0;
-    for (const m of group.members) {
-      if (m.state === SETTLED || !m.confirming) continue;
-      this.settle(m);
-      if (outcome.kind === 'confirmed') {
-        ok++;
-        if (m.attrs && m.onAttributes) {
-          try {
-            m.onAttributes(m.attrs);
-          } catch (e) {
-            rethrowLater(e);
-          }
+  /** What confirmations.ts may do to this connection. */
+  private confirmationHost(): ConfirmationHost<Command> {
+    return {
+      label: this.label,
+      address: this.address,
+      isClosed: () => this.isClosed,
+      settled: (c: Command) => c.state === SETTLED,
+      written: (c: Command) => c.state === WRITTEN,
+      settle: (c: Command) => this.settle(c),
+      queueWait: (args: Arg[], timeout: number, onReply: (v: Reply) => void, onError: (e: Error) => void) => {
+        const encoded = encodeCommand(args);
+        const wait = new Command('WAIT', encoded, onReply, onError, false, false, false, undefined, undefined);
+        wait.size = typeof encoded === 'string' ? encoded.length : partsSize(encoded);
+        // The server holds the reply up to `timeout`: that silence is not a dead socket.
+        if (this.opts.socketTimeout > 0) wait.idleLimit = this.opts.socketTimeout + timeout;
+        this.toWrite.push(wait);
+        this.queuedBytes += wait.size;
+      },
+      flushSoon: () => {
+        if (!this.flushScheduled && this.toWrite.length > 0) {
+          this.flushScheduled = true;
+          scheduleFlush(this);
         }
-        m.resolve(m.reply);
-      } else {
-        bad++;
-        m.reject(outcome.kind === 'short'
-          ? new DurabilityError(shortMessage(m.name, this.label, outcome.replicas, group.required, group.timeout), { replicas: outcome.replicas, required: group.required, address: this.address })
-          : new DurabilityError(
-              `${m.name} ran on ${this.label}, but the WAIT confirming its replication failed there (${clause(outcome.error.message)}); it is on the master only and was not re-sent. ` +
-                'WAIT must be allowed for this user (ACL +wait) and the node must be a master.',
-              { replicas: 0, required: group.required, address: this.address, cause: outcome.error },
-            ));
-      }
-    }
-    group.stats?.answer(Date.now() - group.queuedAt, ok, bad);
-  }
-
-  /** The WAIT got no reply: an error reply is a failed WAIT; a lost connection leaves the writes uncertain. */
-  private unconfirmed(group: WaitGroup, err: Error): void {
-    if (err instanceof RedisError) return this.confirm(group, { kind: 'failed', error: err });
-    this.forget(group);
-    // Report why the connection closed, not the WAIT's own "may have executed".
-    const why = err instanceof UncertainWriteError && err.cause instanceof Error ? err.cause : err;
-    let n = 0;
-    for (const m of group.members) {
-      if (m.state === SETTLED) continue;
-      this.settle(m);
-      n++;
-      m.reject(new UncertainWriteError(
-        `${m.name} ran on ${this.label}, but the connection closed before the WAIT confirming its replication answered (${clause(why.message)}); ` +
-          'it may be on the master only, and was not re-sent.',
-        { cause: why, address: this.address },
-      ));
-    }
-    group.stats?.lost(n, false);
+      },
+      rethrow: rethrowLater,
+    };
   }
 
   /** Sends the heartbeat PING; no reply within `pingInterval` closes the connection. */
@@ -846,14 +745,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       this.settle(cmd);
       cmd.reject(new UncertainWriteError(`${cmd.name} was sent to ${label} but the connection closed before its reply${why}; it may have executed.`, { cause: error, address: this.address }));
     }
-    // Durable writes that ran and waited for a WAIT not sent yet (one was in flight before them).
-    const held = this.unsealed.filter((c) => c.confirming && c.state !== SETTLED);
-    this.unsealed = [];
-    for (const cmd of held) {
-      this.settle(cmd);
-      cmd.reject(new UncertainWriteError(`${cmd.name} ran on ${label}, but the connection closed before a WAIT confirmed its replication${why}; it may be on the master only, and was not re-sent.`, { cause: error, address: this.address }));
-    }
-    if (held.length > 0) held[0]!.durable!.stats?.lost(held.length, false);
+    this.confirmations.closed(why, error);
     this.dropQueued((cmd) => new ConnectionError(`${cmd.name} was not sent: the connection to ${label} closed${why}.`, { cause: error, address: this.address }));
     if (!this.usable.signal.aborted) this.usable.abort(error ?? new ConnectionError(`Connection to ${this.label} was closed.`, { address: this.address }));
     this.emit('close', error);
