@@ -1,6 +1,7 @@
 /**
  * redis-ha-pool: one pool API for a standalone Redis server, a Sentinel-managed master and a
  * Redis Cluster.
+ * @document ../docs/migrating.md
  * @packageDocumentation
  */
 export { StandalonePool, type StandaloneOptions, type StandaloneStats, type CommonOptions } from './standalone.js';
@@ -22,7 +23,9 @@ export { keySlot } from './cluster/slot.js';
 export { SentinelPool, type SentinelEvents, type SentinelStats, type FailoverEvent, type DetectedBy } from './sentinel/sentinel-pool.js';
 export type { SentinelOptions, NatMap } from './sentinel/options.js';
 export { ClusterPool, type ClusterEvents, type ClusterStats } from './cluster/cluster-pool.js';
-export type { ClusterOptions } from './cluster/options.js';
+export type { ClusterOptions, ReadFrom } from './cluster/options.js';
+export type { TopologyChange } from './cluster/topology.js';
+export type { BackoffOptions } from './pool/backoff.js';
 export type { ClusterNodeInfo } from './cluster/cluster-pool.js';
 export { RoleMismatchError } from './sentinel/discovery.js';
 export { Subscription, type PubSubMessage, type Listener, type SubscriptionEvents } from './pubsub/subscription.js';

@@ -19,6 +19,7 @@ export type { CommonOptions } from './pool/common-options.js';
 export interface StandaloneStats extends NodePoolStats {
   /** Durable acknowledgements (all zero while `durability` is off). */
   durability: DurabilityStats;
+  /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
   pubsub: PubSubStats;

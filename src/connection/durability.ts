@@ -27,8 +27,15 @@ export interface DurabilityStats {
   durabilityErrors: number;
   /** Writes whose connection closed before their WAIT answered (`UncertainWriteError`). */
   uncertain: number;
-  /** From writing a WAIT to its reply, in ms: the replication round trip a durable write pays. */
-  waitTime: { last: number; mean: number; max: number };
+  /** From queueing a WAIT to its reply, in ms: the replication round trip a durable write pays. */
+  waitTime: {
+    /** The latest WAIT's. */
+    last: number;
+    /** Mean over every WAIT answered. */
+    mean: number;
+    /** The longest so far. */
+    max: number;
+  };
 }
 
 /** Counters of one pool; connections add to them as WAITs answer. */
