@@ -4,6 +4,7 @@ import { checkKnown, checkObject } from './options.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from './pool/common-options.js';
 import { LaneDispatcher } from './pool/lane-dispatcher.js';
 import { NodePool, type NodePoolStats } from './pool/node-pool.js';
+import type { DurabilityCounters, DurabilityStats } from './pool/durability.js';
 import { BasePool, type Dispatcher, type PoolEvents } from './pool/surface.js';
 import type { Address, NodeAddress } from './types.js';
 import { PubSubHub, type PubSubStats } from './pubsub/hub.js';
@@ -18,6 +19,8 @@ export type { CommonOptions } from './pool/common-options.js';
 
 /** What `stats()` reports for a standalone pool. */
 export interface StandaloneStats extends NodePoolStats {
+  /** Durable acknowledgements (all zero while `durability` is off). */
+  durability: DurabilityStats;
   /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
@@ -40,6 +43,7 @@ export class StandalonePool extends BasePool<PoolEvents> {
   protected readonly dispatcher: LaneDispatcher;
   private readonly node: NodePool;
   private readonly closeTimeout: number;
+  private readonly durability: DurabilityCounters;
   private closing: Promise<void> | undefined;
   private hub: PubSubHub | undefined;
   private readonly conn: ResolvedConnectionOptions;
@@ -58,7 +62,8 @@ export class StandalonePool extends BasePool<PoolEvents> {
     this.node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
     this.node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
     this.node.on('error', (e) => this.emit('error', e));
-    this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed, !common.offlineQueue);
+    this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed, !common.offlineQueue, common.durability, common.durabilityCounters);
+    this.durability = common.durabilityCounters;
     if (c) (this.dispatcher as Dispatcher).cache = c;
   }
 
@@ -91,7 +96,7 @@ export class StandalonePool extends BasePool<PoolEvents> {
 
   /** Generation, lane state and exclusive pool sizes. */
   stats(): StandaloneStats {
-    return { ...this.node.stats(), closed: this.closed, pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(), ...(this.cache ? { cache: this.cache.stats() } : {}) };
+    return { ...this.node.stats(), durability: this.durability.snapshot(), closed: this.closed, pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(), ...(this.cache ? { cache: this.cache.stats() } : {}) };
   }
 
   /** @internal The subscriptions of this pool, all on the one server. */

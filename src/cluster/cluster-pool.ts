@@ -4,6 +4,7 @@ import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { HELPERS, type ScanOptions } from '../commands/helpers.js';
 import type { NodePool, NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
+import type { DurabilityStats } from '../pool/durability.js';
 import { BasePool, resolveCall, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import type { Address, NodeAddress } from '../types.js';
 import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
@@ -90,6 +91,8 @@ export interface ClusterStats {
   refreshes: number;
   /** Whether the server's COMMAND table was loaded (else the built-in one is used). */
   liveCommandTable: boolean;
+  /** Durable acknowledgements over every master (all zero while `durability` is off). */
+  durability: DurabilityStats;
   /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`/`ssubscribe()`. */
@@ -319,6 +322,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       redirects: { ...this.redirects },
       refreshes: this.topology.refreshes,
       liveCommandTable: this.registry.hasLiveTable,
+      durability: this.o.durabilityCounters.snapshot(),
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
       ...(this.cache ? { cache: this.cache.stats() } : {}),

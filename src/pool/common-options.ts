@@ -2,6 +2,7 @@ import { MAX_TIMER } from '../connection/options.js';
 import { checkBoolean, checkNumber } from '../options.js';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './options.js';
 import type { CacheOptions } from '../cache/options.js';
+import { DurabilityCounters, resolveDurability, type Durability, type DurabilityOptions } from './durability.js';
 
 /** Options of every mode besides the connection options. */
 export interface CommonOptions {
@@ -21,6 +22,14 @@ export interface CommonOptions {
    * only: `protocol: 3`). Off by default; see the README's "Client-side cache".
    */
   cache?: CacheOptions;
+  /**
+   * Durable acknowledgements (off by default): a write resolves only once `replicas` replicas
+   * confirmed it, which the pool asks with one `WAIT replicas timeout` after each flush of writes
+   * on a connection (one replication round trip per batch, not per command). Fewer replicas
+   * within `timeout` ms rejects each write of that batch with `DurabilityError` (applied on the
+   * master, not confirmed, never re-sent). Per call: `pool.with({ durability })`, `false` for off.
+   */
+  durability?: DurabilityOptions;
 }
 
 /** @internal */
@@ -28,14 +37,24 @@ export interface ResolvedCommonOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** undefined when off; counts into `durabilityCounters` either way. */
+  durability: Durability | undefined;
+  durabilityCounters: DurabilityCounters;
 }
 
 /** @internal Option names of {@link CommonOptions}. */
-export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue', 'cache'] as const;
+export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue', 'cache', 'durability'] as const;
 
 /** @internal Validates and splits the options shared by all modes. */
 export function resolveCommon(o: CommonOptions): ResolvedCommonOptions {
   checkNumber('closeTimeout', o.closeTimeout, { max: MAX_TIMER });
   checkBoolean('offlineQueue', o.offlineQueue);
-  return { pool: resolvePoolOptions(o.pool), closeTimeout: o.closeTimeout ?? 5000, offlineQueue: o.offlineQueue ?? true };
+  const durabilityCounters = new DurabilityCounters();
+  return {
+    pool: resolvePoolOptions(o.pool),
+    closeTimeout: o.closeTimeout ?? 5000,
+    offlineQueue: o.offlineQueue ?? true,
+    durability: resolveDurability(o.durability, durabilityCounters),
+    durabilityCounters,
+  };
 }

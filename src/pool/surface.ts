@@ -8,6 +8,7 @@ import { PoolClosedError, RedisError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
 import { YIELD, type ClientCache } from '../cache/client-cache.js';
+import { effectiveDurability, isDurableWrite, type Durability, type DurabilityCounters } from './durability.js';
 
 /** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
 export type BatchResult = Array<Reply | Error>;
@@ -57,6 +58,15 @@ export interface Dispatcher {
   lease(key: Arg | undefined, args?: readonly Arg[], deadline?: number): Promise<LeaseHandle>;
   /** Default deadline of a call in ms (0 = none). */
   readonly commandTimeout: number;
+  /**
+   * The pool's `durability` (undefined = off, and always for dispatchers that only read, such as
+   * Sentinel `role: 'replica'`: a WAIT never goes to a replica).
+   */
+  readonly durability?: Durability | undefined;
+  /** True when this dispatcher talks to replicas only: no call's `durability` applies (WAIT there would fail). */
+  readonly replicasOnly?: boolean;
+  /** Where a call's own `with({ durability })` is counted (the pool's stats), also while the pool's is off. */
+  readonly durabilityCounters?: DurabilityCounters;
   /** The pool's client-side cache, when `cache` is on (`call()` and the helpers go through it). */
   cache?: ClientCache;
 }
@@ -81,7 +91,15 @@ export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs
     blocking,
     budget,
     patience: o?.timeout !== undefined ? budget : 0,
+    durability: o?.durability === undefined || d.replicasOnly ? d.durability : effectiveDurability(d.durability, o.durability, d.durabilityCounters),
+    durable: undefined,
   };
+}
+
+/** Marks `call` as the call of a durable write when it asks for durability and `args` writes. */
+export function markDurable(call: ResolvedCall, args: readonly Arg[]): ResolvedCall {
+  if (call.durability !== undefined && isDurableWrite(args)) call.durable = call.durability;
+  return call;
 }
 
 function applyTransform(spec: CommandSpec, value: Reply): unknown {
@@ -141,7 +159,7 @@ abstract class Runner {
     } catch (e) {
       return Promise.reject(e);
     }
-    const call = resolveCall(this.dispatcher, this.callOptions, block);
+    const call = markDurable(resolveCall(this.dispatcher, this.callOptions, block), args);
     if (block !== undefined) {
       return abortable(this.dispatcher.lease(undefined, args, call.deadline), call.signal, (h) => h.release()).then(async (h) => {
         try {
@@ -211,6 +229,18 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, discard: (
       },
     );
   });
+}
+
+/**
+ * Send options per command of a batch sent with `call`: a write carries the call's durability
+ * (the connection appends one WAIT to the flush, so the whole batch costs one replication round
+ * trip); anything else, or `undefined` (MULTI, ASKING), does not.
+ */
+export function batchSendOptions(call: ResolvedCall): (args: readonly Arg[] | undefined) => SendOptions {
+  const plain = sendOptions(call.durable === undefined ? call : { ...call, durable: undefined });
+  if (call.durability === undefined) return () => plain;
+  const durable = sendOptions({ ...call, durable: call.durability });
+  return (args) => (args !== undefined && isDurableWrite(args) ? durable : plain);
 }
 
 /** Send options of one call: a resolved call already has the shape a connection reads (absolute deadline included). */
@@ -307,6 +337,8 @@ interface LeaseState {
   /** MULTI without EXEC/DISCARD, SELECT, CLIENT …, HELLO, AUTH, RESET: the connection is closed instead of reused. */
   dirty: boolean;
   inMulti: boolean;
+  /** A write was queued in the open MULTI: its EXEC needs a WAIT (with durability on). */
+  multiWrites: boolean;
 }
 
 /** Notes the connection state a command leaves behind (upper-cased name). */
@@ -335,7 +367,7 @@ export class Lease {
     private readonly conn: Connection,
     private readonly dispatcher: Dispatcher,
     private readonly callOptions: CallOptions | undefined,
-    private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false },
+    private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false, multiWrites: false },
   ) {}
 
   /** The node this connection talks to. */
@@ -374,11 +406,26 @@ export class Lease {
     } catch (e) {
       return Promise.reject(e);
     }
+    const inMulti = this.state.inMulti;
     track(this.state, spec.args);
     const call = resolveCall(this.dispatcher, this.callOptions, block);
     this.dispatcher.cache?.noteWrite(spec.args);
+    if (call.durability !== undefined) this.markLeaseDurable(call, spec.args, inMulti);
     const p = this.conn.send(spec.args, sendOptions(call));
     return spec.transform ? p.then(spec.transform) : p;
+  }
+
+  /**
+   * With durability, a lease's writes get their WAIT like any other: a write sent on its own,
+   * or the EXEC of a MULTI that queued writes (inside the transaction a WAIT would be queued too).
+   */
+  private markLeaseDurable(call: ResolvedCall, args: readonly Arg[], inMulti: boolean): void {
+    const name = String(args[0]).toUpperCase();
+    if (name === 'MULTI') this.state.multiWrites = false;
+    else if (!inMulti) markDurable(call, args);
+    else if (name === 'EXEC') {
+      if (this.state.multiWrites) call.durable = call.durability;
+    } else if (isDurableWrite(args)) this.state.multiWrites = true;
   }
 
   /** This lease with per-call options. */
@@ -461,9 +508,13 @@ export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T
  * and maps EXEC's reply back to the commands (null when WATCH aborted it).
  */
 export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
-  const opts = sendOptions(call);
-  if (!transaction) return Promise.all(cmds.map((c) => settle(conn.send(c, opts))));
-  const all = await Promise.all([settle(conn.send(['MULTI'], opts)), ...cmds.map((c) => settle(conn.send(c, opts))), settle(conn.send(['EXEC'], opts))]);
+  const optsFor = batchSendOptions(call);
+  const opts = optsFor(undefined);
+  if (!transaction) return Promise.all(cmds.map((c) => settle(conn.send(c, optsFor(c)))));
+  // A transaction's writes are applied by EXEC: it carries the WAIT.
+  const write = cmds.find((c) => optsFor(c) !== opts);
+  const execOpts = write === undefined ? opts : optsFor(write);
+  const all = await Promise.all([settle(conn.send(['MULTI'], opts)), ...cmds.map((c) => settle(conn.send(c, opts))), settle(conn.send(['EXEC'], execOpts))]);
   const multi = all[0];
   if (multi instanceof Error) throw multi;
   const exec = all[all.length - 1];

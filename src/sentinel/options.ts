@@ -5,6 +5,7 @@ import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf, checkSt
 import type { BackoffOptions } from '../pool/backoff.js';
 import type { ResolvedPoolOptions } from '../pool/options.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
+import type { Durability, DurabilityCounters } from '../pool/durability.js';
 import { resolveNatMap, type NatMap } from '../nat-map.js';
 import type { Address, NodeAddress } from '../types.js';
 
@@ -76,6 +77,9 @@ export interface ResolvedSentinelOptions {
   offlineQueue: boolean;
   /** Client-side cache settings; undefined when off. */
   cache: ResolvedCacheOptions | undefined;
+  /** The `durability` option (undefined = off) and the pool's counters of it. */
+  durability: Durability | undefined;
+  durabilityCounters: DurabilityCounters;
   resubscribe: BackoffOptions;
   pollInterval: number;
   sentinelPollInterval: number;
@@ -153,6 +157,8 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
     cache: resolveCacheOptions(o.cache, data.protocol),
+    durability: common.durability,
+    durabilityCounters: common.durabilityCounters,
     resubscribe: { initialDelay: o.resubscribe?.initialDelay ?? 100, maxDelay: o.resubscribe?.maxDelay ?? 5000 },
     pollInterval: o.pollInterval ?? 10000,
     sentinelPollInterval: o.sentinelPollInterval ?? 100,

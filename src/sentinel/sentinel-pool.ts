@@ -3,6 +3,7 @@ import { AllSentinelsDownError, AuthenticationError, ConnectionError, RedisError
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
+import type { DurabilityStats } from '../pool/durability.js';
 import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
@@ -133,6 +134,8 @@ export interface SentinelStats extends NodePoolStats {
   }>;
   /** Healthy replicas (for `role: 'replica'`). */
   replicas: NodeAddress[];
+  /** Durable acknowledgements (all zero while `durability` is off, and with `role: 'replica'`). */
+  durability: DurabilityStats;
   /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
@@ -596,6 +599,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       refreshes: this.refreshes,
       sentinels: [...this.watchers.values()].map((w) => ({ address: { ...w.address }, connected: w.connected, polling: w.polling })),
       replicas: this.replicaPools.map((p) => ({ ...p.target })),
+      durability: this.o.durabilityCounters.snapshot(),
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
       ...(this.cache ? { cache: this.cache.stats() } : {}),
