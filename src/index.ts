@@ -32,3 +32,5 @@ export { Subscription, type PubSubMessage, type Listener, type SubscriptionEvent
 export type { SubscriptionOptions, SubscriptionKind } from './pubsub/frames.js';
 export type { PubSubStats } from './pubsub/hub.js';
 export type { PubSubMethods, ShardedPubSubMethods } from './pubsub/methods.js';
+export type { CacheOptions } from './cache/options.js';
+export type { CacheStats, FlushReason } from './cache/client-cache.js';

@@ -81,9 +81,10 @@ export class ClientCache {
    * run again); a cacheable miss returns the promise of `send()`, whose reply is kept unless
    * something invalidated it meanwhile (identical reads in flight share one request). A write
    * drops its keys' entries before it is sent and returns undefined, as does any command the
-   * cache has nothing to do with: the caller sends those itself.
+   * cache has nothing to do with: the caller sends those itself. `waited`: this call already
+   * waited a turn, and is served now whatever the budget.
    */
-  run(args: readonly Arg[], send: () => Promise<Reply>): Reply | typeof YIELD | Promise<Reply> | undefined {
+  run(args: readonly Arg[], send: () => Promise<Reply>, waited = false): Reply | typeof YIELD | Promise<Reply> | undefined {
     const raw = args[0];
     if (typeof raw !== 'string') return undefined;
     // Fast path for the common one-argument reads: their id without building a plan.
@@ -110,7 +111,7 @@ export class ClientCache {
       this.counters.evictions++;
       return this.fetch(e.id, e.key, send);
     }
-    if (this.overTurn()) return YIELD;
+    if (!waited && this.overTurn()) return YIELD;
     // Most recently used last: a Map keeps insertion order.
     this.entries.delete(e.id);
     this.entries.set(e.id, e);

@@ -78,6 +78,25 @@ function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
   return cmds;
 }
 
+/**
+ * A call through the client-side cache: the cached reply, the server's (kept), or undefined
+ * when the cache has nothing to do with it. A call told to wait for the next turn (the turn's
+ * `hitsPerTurn` are used up) is served right after the wait, ahead of the budget, so one busy
+ * reader cannot starve the others.
+ */
+function viaCache(d: Dispatcher, o: CallOptions | undefined, cache: ClientCache, spec: CommandSpec, waited: boolean, rerun: () => Promise<unknown>): Promise<unknown> | undefined {
+  const args = spec.args;
+  const r = cache.run(args, () => d.dispatch(args, resolveCall(d, o, undefined)), waited);
+  if (r === YIELD) return cache.nextTurn().then(() => viaCache(d, o, cache, spec, true, rerun) ?? rerun());
+  if (r instanceof Promise) return spec.transform ? r.then(spec.transform) : r;
+  if (r === undefined) return undefined;
+  try {
+    return Promise.resolve(spec.transform ? spec.transform(r) : r);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
 /** Builds the resolved options of one call. */
 export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs: number | undefined): ResolvedCall {
   let budget = o?.timeout ?? d.commandTimeout;
@@ -137,16 +156,8 @@ abstract class Runner {
       const o = this.callOptions;
       if (o !== undefined && (o.cache === false || o.returnBuffers === true)) cache.noteWrite(args);
       else {
-        const r = cache.run(args, () => this.dispatcher.dispatch(args, resolveCall(this.dispatcher, o, undefined)));
-        if (r === YIELD) return cache.nextTurn().then(() => this.runSpec(spec));
-        if (r instanceof Promise) return spec.transform ? r.then(spec.transform) : r;
-        if (r !== undefined) {
-          try {
-            return Promise.resolve(spec.transform ? spec.transform(r) : r);
-          } catch (e) {
-            return Promise.reject(e);
-          }
-        }
+        const r = viaCache(this.dispatcher, o, cache, spec, false, () => this.runSpec(spec));
+        if (r !== undefined) return r;
       }
     }
     const kind = commandKind(args[0]!);
