@@ -5,6 +5,8 @@ import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCo
 import { LaneDispatcher } from './pool/lane-dispatcher.js';
 import { NodePool, type NodePoolStats } from './pool/node-pool.js';
 import { BasePool, type PoolEvents } from './pool/surface.js';
+import { CommandRegistry } from './commands/command-table.js';
+import { KeyPrefixer } from './commands/key-prefix.js';
 import type { Address, NodeAddress } from './types.js';
 
 /** Options of {@link StandalonePool.create}. */
@@ -41,6 +43,7 @@ export class StandalonePool extends BasePool<PoolEvents> {
     this.node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
     this.node.on('error', (e) => this.emit('error', e));
     this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed, !common.offlineQueue);
+    if (common.keyPrefix) this.keyPrefix = new KeyPrefixer(common.keyPrefix, new CommandRegistry());
   }
 
   /**

@@ -62,6 +62,8 @@ export interface ResolvedClusterOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** '' when there is none. */
+  keyPrefix: string;
   maxRedirections: number;
   minRefreshInterval: number;
   refreshInterval: number;
@@ -113,6 +115,7 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    keyPrefix: common.keyPrefix,
     maxRedirections: o.maxRedirections ?? 16,
     minRefreshInterval: o.refresh?.minInterval ?? 200,
     refreshInterval: o.refresh?.interval ?? 30000,

@@ -1,5 +1,5 @@
 import { MAX_TIMER } from '../connection/options.js';
-import { checkBoolean, checkNumber } from '../options.js';
+import { checkBoolean, checkNumber, checkString } from '../options.js';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './options.js';
 
 /** Options of every mode besides the connection options. */
@@ -15,6 +15,14 @@ export interface CommonOptions {
    * pool keeps reconnecting in the background: fail fast, for callers with a fallback.
    */
   offlineQueue?: boolean;
+  /**
+   * Prepended to every key argument (as ioredis's `keyPrefix`), found at the key positions of
+   * the command table, the same ones the cluster router reads: a prefixed key routes to the
+   * slot of its prefixed name. `scanIterator` scans only the prefix's keys and yields them
+   * without it. Not applied to channels, to patterns of KEYS/SCAN, to commands the table does
+   * not know (modules), or to replies (BLPOP answers the prefixed key name). Default: none.
+   */
+  keyPrefix?: string;
 }
 
 /** @internal */
@@ -22,14 +30,17 @@ export interface ResolvedCommonOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** '' when there is none. */
+  keyPrefix: string;
 }
 
 /** @internal Option names of {@link CommonOptions}. */
-export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue'] as const;
+export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue', 'keyPrefix'] as const;
 
 /** @internal Validates and splits the options shared by all modes. */
 export function resolveCommon(o: CommonOptions): ResolvedCommonOptions {
   checkNumber('closeTimeout', o.closeTimeout, { max: MAX_TIMER });
   checkBoolean('offlineQueue', o.offlineQueue);
-  return { pool: resolvePoolOptions(o.pool), closeTimeout: o.closeTimeout ?? 5000, offlineQueue: o.offlineQueue ?? true };
+  checkString('keyPrefix', o.keyPrefix, true);
+  return { pool: resolvePoolOptions(o.pool), closeTimeout: o.closeTimeout ?? 5000, offlineQueue: o.offlineQueue ?? true, keyPrefix: o.keyPrefix ?? '' };
 }

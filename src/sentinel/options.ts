@@ -73,6 +73,8 @@ export interface ResolvedSentinelOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** '' when there is none. */
+  keyPrefix: string;
   resubscribe: BackoffOptions;
   pollInterval: number;
   sentinelPollInterval: number;
@@ -149,6 +151,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    keyPrefix: common.keyPrefix,
     resubscribe: { initialDelay: o.resubscribe?.initialDelay ?? 100, maxDelay: o.resubscribe?.maxDelay ?? 5000 },
     pollInterval: o.pollInterval ?? 10000,
     sentinelPollInterval: o.sentinelPollInterval ?? 100,

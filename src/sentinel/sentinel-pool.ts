@@ -4,6 +4,8 @@ import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
 import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
+import { CommandRegistry } from '../commands/command-table.js';
+import { KeyPrefixer } from '../commands/key-prefix.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
 import { MasterDispatcher, ReplicaDispatcher } from './dispatchers.js';
@@ -97,6 +99,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.onGateStall());
     this.node = this.makeNode(master, true);
     this.dispatcher = o.role === 'replica' ? new ReplicaDispatcher(this) : new MasterDispatcher(this);
+    if (o.keyPrefix) this.keyPrefix = new KeyPrefixer(o.keyPrefix, new CommandRegistry());
   }
 
   private makeNode(address: NodeAddress, isMaster: boolean): NodePool {

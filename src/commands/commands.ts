@@ -1,0 +1,254 @@
+import type { Arg, Reply } from '../types.js';
+import type { StreamMessage, StreamMessages } from './replies.js';
+
+/**
+ * Option objects and reply types of the typed helpers.
+ *
+ * `S` is what a bulk string decodes to: `string` by default, `Buffer` on a view made with
+ * `with({ returnBuffers: true })`. Names a caller indexes by (hash field names, stream names,
+ * stream IDs, scores in WITHSCORES replies) are always strings. Integer replies are `number`,
+ * except those of the commands that count with 64-bit integers (INCR, INCRBY, DECR, DECRBY,
+ * HINCRBY), which are `number | bigint`: beyond ±2^53 the decoder keeps the exact value as a
+ * bigint rather than round it.
+ */
+
+/** Options of SET. */
+export interface SetOptions {
+  /** Expire after this many seconds. */
+  EX?: number;
+  /** Expire after this many milliseconds. */
+  PX?: number;
+  /** Expire at this Unix time in seconds. */
+  EXAT?: number;
+  /** Expire at this Unix time in milliseconds. */
+  PXAT?: number;
+  /** Only set if the key does not exist. */
+  NX?: boolean;
+  /** Only set if the key exists. */
+  XX?: boolean;
+  /** Keep the key's time to live. */
+  KEEPTTL?: boolean;
+  /** Return the old value (SET … GET). */
+  GET?: boolean;
+}
+
+/** The ioredis-style option tokens SET accepts after the value: `set(k, v, 'EX', 10, 'NX')`. */
+export type SetToken = 'EX' | 'PX' | 'EXAT' | 'PXAT' | 'NX' | 'XX' | 'KEEPTTL' | 'GET' | 'ex' | 'px' | 'exat' | 'pxat' | 'nx' | 'xx' | 'keepttl' | 'get' | number;
+
+/** Options of GETEX: one expiry, or PERSIST to remove it. */
+export interface GetExOptions {
+  EX?: number;
+  PX?: number;
+  EXAT?: number;
+  PXAT?: number;
+  PERSIST?: boolean;
+}
+
+/** Options of SCAN, `scanIterator()` and the HSCAN/SSCAN/ZSCAN iterators (those take no `type`). */
+export interface ScanOptions {
+  /** A glob pattern (with a `keyPrefix`, it applies to the part after the prefix). */
+  match?: string;
+  /** How many elements the server looks at per step (a hint). */
+  count?: number;
+  /** Only keys of this type (`string`, `hash`, …): SCAN only. */
+  type?: string;
+}
+
+/** Options of ZRANGE (and, without BYSCORE/BYLEX/REV, ZRANGEBYSCORE). */
+export interface ZRangeOptions {
+  BYSCORE?: boolean;
+  BYLEX?: boolean;
+  REV?: boolean;
+  /** With BYSCORE or BYLEX: skip `offset` elements, return at most `count`. */
+  LIMIT?: { offset: number; count: number };
+  /** Include scores: the reply is the flat `[member, score, …]`, scores as text (`'inf'`, `'1.5'`). */
+  WITHSCORES?: boolean;
+}
+
+/** Options of XADD. */
+export interface XAddOptions {
+  /** Do not create a missing stream (the reply is then null). */
+  NOMKSTREAM?: boolean;
+  /** Trim to this many entries. */
+  MAXLEN?: number;
+  /** Trim entries with IDs lower than this. */
+  MINID?: Arg;
+  /** Trim with `~` (whole macro nodes, faster) instead of `=`. */
+  approximate?: boolean;
+  /** With `approximate`: evict at most this many entries. */
+  LIMIT?: number;
+}
+
+/** Options of XREAD. */
+export interface XReadOptions {
+  COUNT?: number;
+  /** Block up to this many milliseconds (0 = forever) on an exclusive connection; the call's deadline is extended by it. */
+  BLOCK?: number;
+}
+
+/** Options of XREADGROUP. */
+export interface XReadGroupOptions extends XReadOptions {
+  NOACK?: boolean;
+}
+
+/** Streams to read: `{ stream: id }`, a Map, or `[[stream, id], …]` (stream keys may be Buffers there). */
+export type StreamsToRead = Record<string, Arg> | Map<Arg, Arg> | Array<[stream: Arg, id: Arg]>;
+
+/** What a variadic helper takes: items one by one, or arrays of them (as ioredis flattens). */
+type Items = Array<Arg | readonly Arg[]>;
+
+/** Field/value pairs: flat, or as a record or a Map. */
+type Pairs = [record: Record<string, Arg> | Map<Arg, Arg>] | Items;
+
+/** What a helper returns: a promise of its reply, or (on a batch, `B`) the batch itself, for chaining. */
+export type Out<B, T> = [B] extends [never] ? Promise<T> : B;
+
+/**
+ * The typed helpers with their reply types, as pools, leases and views expose them (`B`
+ * unset), and as batches do (`B` the batch: each helper queues its command and returns it).
+ */
+export interface Commands<S extends string | Buffer = string, B = never> {
+  /** GET: the value, or null. */
+  get(key: Arg): Out<B, S | null>;
+  /**
+   * SET with `{ EX, PX, EXAT, PXAT, NX, XX, KEEPTTL, GET }` or ioredis tokens (`'EX', 10, 'NX'`):
+   * 'OK', null when NX/XX prevented it, or the old value (or null) with GET.
+   */
+  set(key: Arg, value: Arg, options?: SetOptions): Out<B, 'OK' | S | null>;
+  set(key: Arg, value: Arg, ...tokens: SetToken[]): Out<B, 'OK' | S | null>;
+  /** GETDEL: the value (the key is deleted), or null. */
+  getdel(key: Arg): Out<B, S | null>;
+  /** GETEX: the value, setting or removing its expiry. */
+  getex(key: Arg, options?: GetExOptions): Out<B, S | null>;
+  getex(key: Arg, ...tokens: Array<'EX' | 'PX' | 'EXAT' | 'PXAT' | 'PERSIST' | number>): Out<B, S | null>;
+  /** SETNX: 1 if set, 0 if the key existed. */
+  setnx(key: Arg, value: Arg): Out<B, number>;
+  /** DEL (keys or arrays of keys): how many were removed. */
+  del(...keys: Items): Out<B, number>;
+  /** UNLINK (keys or arrays of keys): how many were removed. */
+  unlink(...keys: Items): Out<B, number>;
+  /** EXISTS (keys or arrays of keys): how many exist (a key named twice counts twice). */
+  exists(...keys: Items): Out<B, number>;
+  /** TOUCH (keys or arrays of keys): how many exist. */
+  touch(...keys: Items): Out<B, number>;
+  /** EXPIRE: 1 if the timeout was set, 0 otherwise. */
+  expire(key: Arg, seconds: number, mode?: 'NX' | 'XX' | 'GT' | 'LT'): Out<B, number>;
+  /** EXPIREAT (Unix time in seconds): 1 if the timeout was set, 0 otherwise. */
+  expireat(key: Arg, unixTimeSeconds: number, mode?: 'NX' | 'XX' | 'GT' | 'LT'): Out<B, number>;
+  /** PERSIST: 1 if a timeout was removed. */
+  persist(key: Arg): Out<B, number>;
+  /** TTL in seconds; -1 no expiry, -2 no key. */
+  ttl(key: Arg): Out<B, number>;
+  /** PTTL in milliseconds; -1 no expiry, -2 no key. */
+  pttl(key: Arg): Out<B, number>;
+  /** INCR: the new value (a bigint beyond ±2^53). */
+  incr(key: Arg): Out<B, number | bigint>;
+  incrby(key: Arg, increment: number | bigint): Out<B, number | bigint>;
+  /** INCRBYFLOAT: the new value as a number (Redis computes in long double; the reply is rounded to a double). */
+  incrbyfloat(key: Arg, increment: number | string): Out<B, number>;
+  decr(key: Arg): Out<B, number | bigint>;
+  decrby(key: Arg, decrement: number | bigint): Out<B, number | bigint>;
+  /** MGET (keys or arrays of keys): values in key order, null for missing keys. */
+  mget(...keys: Items): Out<B, Array<S | null>>;
+  /** MSET k v [k v …], MSET({ k: v }) or MSET(Map). */
+  mset(...pairs: Pairs): Out<B, 'OK'>;
+  hget(key: Arg, field: Arg): Out<B, S | null>;
+  /** HSET key field value [field value …], or HSET key { field: value } / Map: number of new fields. */
+  hset(key: Arg, ...pairs: Pairs): Out<B, number>;
+  /** HMGET: values in field order, null for missing fields. */
+  hmget(key: Arg, ...fields: Items): Out<B, Array<S | null>>;
+  /** HGETALL as a plain object. */
+  hgetall(key: Arg): Out<B, Record<string, S>>;
+  hdel(key: Arg, ...fields: Items): Out<B, number>;
+  /** HINCRBY: the new value (a bigint beyond ±2^53). */
+  hincrby(key: Arg, field: Arg, increment: number | bigint): Out<B, number | bigint>;
+  hexists(key: Arg, field: Arg): Out<B, boolean>;
+  lpush(key: Arg, ...values: Items): Out<B, number>;
+  rpush(key: Arg, ...values: Items): Out<B, number>;
+  /** LPOP: a value, or null when empty; with a count, an array (or null). */
+  lpop(key: Arg): Out<B, S | null>;
+  lpop(key: Arg, count: number): Out<B, S[] | null>;
+  rpop(key: Arg): Out<B, S | null>;
+  rpop(key: Arg, count: number): Out<B, S[] | null>;
+  lrange(key: Arg, start: number, stop: number): Out<B, S[]>;
+  /** LREM: how many were removed. */
+  lrem(key: Arg, count: number, element: Arg): Out<B, number>;
+  lindex(key: Arg, index: number): Out<B, S | null>;
+  llen(key: Arg): Out<B, number>;
+  /** BLPOP ...keys timeoutSeconds: [key, value], or null on timeout. The client deadline is extended by the timeout. */
+  blpop(...keysAndTimeout: [...keys: Items, timeoutSeconds: number]): Out<B, [key: S, value: S] | null>;
+  sadd(key: Arg, ...members: Items): Out<B, number>;
+  srem(key: Arg, ...members: Items): Out<B, number>;
+  /** SMEMBERS as an array (RESP3 sets too). */
+  smembers(key: Arg): Out<B, S[]>;
+  scard(key: Arg): Out<B, number>;
+  sismember(key: Arg, member: Arg): Out<B, boolean>;
+  /** ZADD key [NX|XX|GT|LT|CH|INCR …] score member [score member …], or ZADD key { member: score } / Map. */
+  zadd(key: Arg, ...scoreMembers: [record: Record<string, number | string> | Map<Arg, number | string>] | Items): Out<B, number>;
+  /** ZRANGE; WITHSCORES gives the flat [member, score, …] shape (scores as text) under both protocols. */
+  zrange(key: Arg, start: Arg, stop: Arg, options: ZRangeOptions & { WITHSCORES: true }): Out<B, Array<S | string>>;
+  zrange(key: Arg, start: Arg, stop: Arg, options?: ZRangeOptions & { WITHSCORES?: false }): Out<B, S[]>;
+  zrange(key: Arg, start: Arg, stop: Arg, ...tokens: Array<'BYSCORE' | 'BYLEX' | 'REV' | 'LIMIT' | 'WITHSCORES' | number>): Out<B, Array<S | string>>;
+  /** ZRANGEBYSCORE (min/max may be '-inf', '(1.5', …); WITHSCORES as in zrange. */
+  zrangebyscore(key: Arg, min: number | string, max: number | string, options: Pick<ZRangeOptions, 'LIMIT'> & { WITHSCORES: true }): Out<B, Array<S | string>>;
+  zrangebyscore(key: Arg, min: number | string, max: number | string, options?: Pick<ZRangeOptions, 'LIMIT'> & { WITHSCORES?: false }): Out<B, S[]>;
+  zrangebyscore(key: Arg, min: number | string, max: number | string, ...tokens: Array<'LIMIT' | 'WITHSCORES' | number>): Out<B, Array<S | string>>;
+  /** ZSCORE as a number, or null. */
+  zscore(key: Arg, member: Arg): Out<B, number | null>;
+  /** ZINCRBY: the new score as a number. */
+  zincrby(key: Arg, increment: number | string, member: Arg): Out<B, number>;
+  zrem(key: Arg, ...members: Items): Out<B, number>;
+  zcard(key: Arg): Out<B, number>;
+  /** XADD key id { field: value } (or flat pairs, or a Map): the entry's ID; null with NOMKSTREAM on a missing stream. */
+  xadd(key: Arg, id: Arg, fields: Record<string, Arg> | Map<Arg, Arg> | Arg[], options?: XAddOptions): Out<B, string | null>;
+  /** The ioredis form: xadd(key, ['NOMKSTREAM'], ['MAXLEN', '~', n], id, field, value, …). */
+  xadd(key: Arg, ...tokens: Arg[]): Out<B, string | null>;
+  /** XRANGE (default '-' to '+'): entries as { id, message: { field: value } }. */
+  xrange(key: Arg, start?: Arg, end?: Arg, options?: { COUNT?: number }): Out<B, Array<StreamMessage<S>>>;
+  xrange(key: Arg, start: Arg, end: Arg, ...tokens: Array<'COUNT' | number>): Out<B, Array<StreamMessage<S>>>;
+  /** XREVRANGE (default '+' to '-'). */
+  xrevrange(key: Arg, end?: Arg, start?: Arg, options?: { COUNT?: number }): Out<B, Array<StreamMessage<S>>>;
+  xrevrange(key: Arg, end: Arg, start: Arg, ...tokens: Array<'COUNT' | number>): Out<B, Array<StreamMessage<S>>>;
+  xlen(key: Arg): Out<B, number>;
+  /** XREAD: one { name, messages } per stream that had entries, or null (nothing arrived within BLOCK). */
+  xread(streams: StreamsToRead, options?: XReadOptions): Out<B, Array<StreamMessages<S>> | null>;
+  /** The ioredis form: xread('COUNT', n, 'BLOCK', ms, 'STREAMS', ...keys, ...ids). */
+  xread(...tokens: Arg[]): Out<B, Array<StreamMessages<S>> | null>;
+  /** XREADGROUP GROUP group consumer …: as xread; `message` is null for an entry deleted while pending. */
+  xreadgroup(group: Arg, consumer: Arg, streams: StreamsToRead, options?: XReadGroupOptions): Out<B, Array<StreamMessages<S>> | null>;
+  /** The ioredis form: xreadgroup('GROUP', group, consumer, …, 'STREAMS', ...keys, ...ids). */
+  xreadgroup(...tokens: Arg[]): Out<B, Array<StreamMessages<S>> | null>;
+  /** XACK: how many entries were acknowledged. */
+  xack(key: Arg, group: Arg, ...ids: Items): Out<B, number>;
+  /** XGROUP CREATE / SETID: 'OK'. */
+  xgroup(subcommand: 'CREATE' | 'SETID', key: Arg, group: Arg, id: Arg, options?: { MKSTREAM?: boolean; ENTRIESREAD?: number }): Out<B, 'OK'>;
+  xgroup(subcommand: 'CREATE' | 'SETID', key: Arg, group: Arg, id: Arg, ...tokens: Array<'MKSTREAM' | 'ENTRIESREAD' | number>): Out<B, 'OK'>;
+  /** XGROUP DESTROY / CREATECONSUMER / DELCONSUMER: 1/0, or the deleted consumer's pending count. */
+  xgroup(subcommand: 'DESTROY', key: Arg, group: Arg): Out<B, number>;
+  xgroup(subcommand: 'CREATECONSUMER' | 'DELCONSUMER', key: Arg, group: Arg, consumer: Arg): Out<B, number>;
+  xgroup(subcommand: 'CREATE' | 'SETID' | 'DESTROY' | 'CREATECONSUMER' | 'DELCONSUMER', key: Arg, group: Arg, ...rest: unknown[]): Out<B, 'OK' | number>;
+  publish(channel: Arg, message: Arg): Out<B, number>;
+  eval(script: string, numKeys: number, ...keysAndArgs: Items): Out<B, Reply>;
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: Items): Out<B, Reply>;
+  /** FCALL function numKeys ...keys ...args (routed by its keys in a cluster). */
+  fcall(fn: string, numKeys: number, ...keysAndArgs: Items): Out<B, Reply>;
+  /** FCALL_RO: a read-only function, which a cluster may send to a replica with `readFrom`. */
+  fcall_ro(fn: string, numKeys: number, ...keysAndArgs: Items): Out<B, Reply>;
+  /** One SCAN step: [nextCursor, keys]. Sent as given: `keyPrefix` does not apply (use scanIterator). */
+  scan(cursor: Arg, options?: ScanOptions): Out<B, [cursor: string, keys: S[]]>;
+}
+
+/** The same helpers on a batch: each queues its command and returns the batch. */
+export type BatchCommands<B> = Commands<string, B>;
+
+/** Iterators over a key's elements (HSCAN/SSCAN/ZSCAN), on pools, views and leases. */
+export interface ScanIterators<S extends string | Buffer = string> {
+  /** Every key (matching `match` / `type`), with SCAN; in a cluster, every master. */
+  scanIterator(options?: ScanOptions): AsyncIterableIterator<S>;
+  /** Every [field, value] of a hash, with HSCAN. */
+  hscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[field: string, value: S]>;
+  /** Every member of a set, with SSCAN. */
+  sscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<S>;
+  /** Every [member, score] of a sorted set, with ZSCAN. */
+  zscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[member: S, score: number]>;
+}
