@@ -1,5 +1,5 @@
 import { MAX_TIMER } from '../connection/options.js';
-import { checkBoolean, checkNumber, checkString } from '../options.js';
+import { checkBoolean, checkNumber } from '../options.js';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './options.js';
 
 /** Options of every mode besides the connection options. */
@@ -41,6 +41,6 @@ export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue', 'key
 export function resolveCommon(o: CommonOptions): ResolvedCommonOptions {
   checkNumber('closeTimeout', o.closeTimeout, { max: MAX_TIMER });
   checkBoolean('offlineQueue', o.offlineQueue);
-  checkString('keyPrefix', o.keyPrefix, true);
+  if (o.keyPrefix !== undefined && typeof o.keyPrefix !== 'string') throw new TypeError(`Option keyPrefix must be a string (got ${o.keyPrefix === null ? 'null' : typeof o.keyPrefix}).`);
   return { pool: resolvePoolOptions(o.pool), closeTimeout: o.closeTimeout ?? 5000, offlineQueue: o.offlineQueue ?? true, keyPrefix: o.keyPrefix ?? '' };
 }
