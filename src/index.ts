@@ -12,7 +12,7 @@ export type { ConnectionOptions } from './connection/options.js';
 export type { CredentialsProvider, Credentials, CredentialContext, CredentialRole } from './connection/credentials.js';
 export type {
   Commands, BatchCommands, ScanIterators, SetOptions, SetToken, GetExOptions, ScanOptions, ZRangeOptions, XAddOptions, XReadOptions, XReadGroupOptions,
-  StreamsToRead, Out,
+  StreamsToRead, HelperReturn,
 } from './commands/commands.js';
 export type { StreamMessage, StreamMessages } from './commands/replies.js';
 export type { Script, ScriptOptions } from './commands/script.js';

@@ -101,7 +101,7 @@ type Items = Array<Arg | readonly Arg[]>;
 type Pairs = [record: Record<string, Arg> | Map<Arg, Arg>] | Items;
 
 /** What a helper returns: a promise of its reply, or (on a batch, `B`) the batch itself, for chaining. */
-export type Out<B, T> = [B] extends [never] ? Promise<T> : B;
+export type HelperReturn<B, T> = [B] extends [never] ? Promise<T> : B;
 
 /**
  * The typed helpers with their reply types, as pools, leases and views expose them (`B`
@@ -109,133 +109,133 @@ export type Out<B, T> = [B] extends [never] ? Promise<T> : B;
  */
 export interface Commands<S extends string | Buffer = string, B = never> {
   /** GET: the value, or null. */
-  get(key: Arg): Out<B, S | null>;
+  get(key: Arg): HelperReturn<B, S | null>;
   /**
    * SET with `{ EX, PX, EXAT, PXAT, NX, XX, KEEPTTL, GET }` or ioredis tokens (`'EX', 10, 'NX'`):
    * 'OK', null when NX/XX prevented it, or the old value (or null) with GET.
    */
-  set(key: Arg, value: Arg, options?: SetOptions): Out<B, 'OK' | S | null>;
-  set(key: Arg, value: Arg, ...tokens: SetToken[]): Out<B, 'OK' | S | null>;
+  set(key: Arg, value: Arg, options?: SetOptions): HelperReturn<B, 'OK' | S | null>;
+  set(key: Arg, value: Arg, ...tokens: SetToken[]): HelperReturn<B, 'OK' | S | null>;
   /** GETDEL: the value (the key is deleted), or null. */
-  getdel(key: Arg): Out<B, S | null>;
+  getdel(key: Arg): HelperReturn<B, S | null>;
   /** GETEX: the value, setting or removing its expiry. */
-  getex(key: Arg, options?: GetExOptions): Out<B, S | null>;
-  getex(key: Arg, ...tokens: Array<'EX' | 'PX' | 'EXAT' | 'PXAT' | 'PERSIST' | number>): Out<B, S | null>;
+  getex(key: Arg, options?: GetExOptions): HelperReturn<B, S | null>;
+  getex(key: Arg, ...tokens: Array<'EX' | 'PX' | 'EXAT' | 'PXAT' | 'PERSIST' | number>): HelperReturn<B, S | null>;
   /** SETNX: 1 if set, 0 if the key existed. */
-  setnx(key: Arg, value: Arg): Out<B, number>;
+  setnx(key: Arg, value: Arg): HelperReturn<B, number>;
   /** DEL (keys or arrays of keys): how many were removed. */
-  del(...keys: Items): Out<B, number>;
+  del(...keys: Items): HelperReturn<B, number>;
   /** UNLINK (keys or arrays of keys): how many were removed. */
-  unlink(...keys: Items): Out<B, number>;
+  unlink(...keys: Items): HelperReturn<B, number>;
   /** EXISTS (keys or arrays of keys): how many exist (a key named twice counts twice). */
-  exists(...keys: Items): Out<B, number>;
+  exists(...keys: Items): HelperReturn<B, number>;
   /** TOUCH (keys or arrays of keys): how many exist. */
-  touch(...keys: Items): Out<B, number>;
+  touch(...keys: Items): HelperReturn<B, number>;
   /** EXPIRE: 1 if the timeout was set, 0 otherwise. */
-  expire(key: Arg, seconds: number, mode?: 'NX' | 'XX' | 'GT' | 'LT'): Out<B, number>;
+  expire(key: Arg, seconds: number, mode?: 'NX' | 'XX' | 'GT' | 'LT'): HelperReturn<B, number>;
   /** EXPIREAT (Unix time in seconds): 1 if the timeout was set, 0 otherwise. */
-  expireat(key: Arg, unixTimeSeconds: number, mode?: 'NX' | 'XX' | 'GT' | 'LT'): Out<B, number>;
+  expireat(key: Arg, unixTimeSeconds: number, mode?: 'NX' | 'XX' | 'GT' | 'LT'): HelperReturn<B, number>;
   /** PERSIST: 1 if a timeout was removed. */
-  persist(key: Arg): Out<B, number>;
+  persist(key: Arg): HelperReturn<B, number>;
   /** TTL in seconds; -1 no expiry, -2 no key. */
-  ttl(key: Arg): Out<B, number>;
+  ttl(key: Arg): HelperReturn<B, number>;
   /** PTTL in milliseconds; -1 no expiry, -2 no key. */
-  pttl(key: Arg): Out<B, number>;
+  pttl(key: Arg): HelperReturn<B, number>;
   /** INCR: the new value (a bigint beyond ±2^53). */
-  incr(key: Arg): Out<B, number | bigint>;
-  incrby(key: Arg, increment: number | bigint): Out<B, number | bigint>;
+  incr(key: Arg): HelperReturn<B, number | bigint>;
+  incrby(key: Arg, increment: number | bigint): HelperReturn<B, number | bigint>;
   /** INCRBYFLOAT: the new value as a number (Redis computes in long double; the reply is rounded to a double). */
-  incrbyfloat(key: Arg, increment: number | string): Out<B, number>;
-  decr(key: Arg): Out<B, number | bigint>;
-  decrby(key: Arg, decrement: number | bigint): Out<B, number | bigint>;
+  incrbyfloat(key: Arg, increment: number | string): HelperReturn<B, number>;
+  decr(key: Arg): HelperReturn<B, number | bigint>;
+  decrby(key: Arg, decrement: number | bigint): HelperReturn<B, number | bigint>;
   /** MGET (keys or arrays of keys): values in key order, null for missing keys. */
-  mget(...keys: Items): Out<B, Array<S | null>>;
+  mget(...keys: Items): HelperReturn<B, Array<S | null>>;
   /** MSET k v [k v …], MSET({ k: v }) or MSET(Map). */
-  mset(...pairs: Pairs): Out<B, 'OK'>;
-  hget(key: Arg, field: Arg): Out<B, S | null>;
+  mset(...pairs: Pairs): HelperReturn<B, 'OK'>;
+  hget(key: Arg, field: Arg): HelperReturn<B, S | null>;
   /** HSET key field value [field value …], or HSET key { field: value } / Map: number of new fields. */
-  hset(key: Arg, ...pairs: Pairs): Out<B, number>;
+  hset(key: Arg, ...pairs: Pairs): HelperReturn<B, number>;
   /** HMGET: values in field order, null for missing fields. */
-  hmget(key: Arg, ...fields: Items): Out<B, Array<S | null>>;
+  hmget(key: Arg, ...fields: Items): HelperReturn<B, Array<S | null>>;
   /** HGETALL as a plain object. */
-  hgetall(key: Arg): Out<B, Record<string, S>>;
-  hdel(key: Arg, ...fields: Items): Out<B, number>;
+  hgetall(key: Arg): HelperReturn<B, Record<string, S>>;
+  hdel(key: Arg, ...fields: Items): HelperReturn<B, number>;
   /** HINCRBY: the new value (a bigint beyond ±2^53). */
-  hincrby(key: Arg, field: Arg, increment: number | bigint): Out<B, number | bigint>;
-  hexists(key: Arg, field: Arg): Out<B, boolean>;
-  lpush(key: Arg, ...values: Items): Out<B, number>;
-  rpush(key: Arg, ...values: Items): Out<B, number>;
+  hincrby(key: Arg, field: Arg, increment: number | bigint): HelperReturn<B, number | bigint>;
+  hexists(key: Arg, field: Arg): HelperReturn<B, boolean>;
+  lpush(key: Arg, ...values: Items): HelperReturn<B, number>;
+  rpush(key: Arg, ...values: Items): HelperReturn<B, number>;
   /** LPOP: a value, or null when empty; with a count, an array (or null). */
-  lpop(key: Arg): Out<B, S | null>;
-  lpop(key: Arg, count: number): Out<B, S[] | null>;
-  rpop(key: Arg): Out<B, S | null>;
-  rpop(key: Arg, count: number): Out<B, S[] | null>;
-  lrange(key: Arg, start: number, stop: number): Out<B, S[]>;
+  lpop(key: Arg): HelperReturn<B, S | null>;
+  lpop(key: Arg, count: number): HelperReturn<B, S[] | null>;
+  rpop(key: Arg): HelperReturn<B, S | null>;
+  rpop(key: Arg, count: number): HelperReturn<B, S[] | null>;
+  lrange(key: Arg, start: number, stop: number): HelperReturn<B, S[]>;
   /** LREM: how many were removed. */
-  lrem(key: Arg, count: number, element: Arg): Out<B, number>;
-  lindex(key: Arg, index: number): Out<B, S | null>;
-  llen(key: Arg): Out<B, number>;
+  lrem(key: Arg, count: number, element: Arg): HelperReturn<B, number>;
+  lindex(key: Arg, index: number): HelperReturn<B, S | null>;
+  llen(key: Arg): HelperReturn<B, number>;
   /** BLPOP ...keys timeoutSeconds: [key, value], or null on timeout. The client deadline is extended by the timeout. */
-  blpop(...keysAndTimeout: [...keys: Items, timeoutSeconds: number]): Out<B, [key: S, value: S] | null>;
-  sadd(key: Arg, ...members: Items): Out<B, number>;
-  srem(key: Arg, ...members: Items): Out<B, number>;
+  blpop(...keysAndTimeout: [...keys: Items, timeoutSeconds: number]): HelperReturn<B, [key: S, value: S] | null>;
+  sadd(key: Arg, ...members: Items): HelperReturn<B, number>;
+  srem(key: Arg, ...members: Items): HelperReturn<B, number>;
   /** SMEMBERS as an array (RESP3 sets too). */
-  smembers(key: Arg): Out<B, S[]>;
-  scard(key: Arg): Out<B, number>;
-  sismember(key: Arg, member: Arg): Out<B, boolean>;
+  smembers(key: Arg): HelperReturn<B, S[]>;
+  scard(key: Arg): HelperReturn<B, number>;
+  sismember(key: Arg, member: Arg): HelperReturn<B, boolean>;
   /** ZADD key [NX|XX|GT|LT|CH|INCR …] score member [score member …], or ZADD key { member: score } / Map. */
-  zadd(key: Arg, ...scoreMembers: [record: Record<string, number | string> | Map<Arg, number | string>] | Items): Out<B, number>;
+  zadd(key: Arg, ...scoreMembers: [record: Record<string, number | string> | Map<Arg, number | string>] | Items): HelperReturn<B, number>;
   /** ZRANGE; WITHSCORES gives the flat [member, score, …] shape (scores as text) under both protocols. */
-  zrange(key: Arg, start: Arg, stop: Arg, options: ZRangeOptions & { WITHSCORES: true }): Out<B, Array<S | string>>;
-  zrange(key: Arg, start: Arg, stop: Arg, options?: ZRangeOptions & { WITHSCORES?: false }): Out<B, S[]>;
-  zrange(key: Arg, start: Arg, stop: Arg, ...tokens: Array<'BYSCORE' | 'BYLEX' | 'REV' | 'LIMIT' | 'WITHSCORES' | number>): Out<B, Array<S | string>>;
+  zrange(key: Arg, start: Arg, stop: Arg, options: ZRangeOptions & { WITHSCORES: true }): HelperReturn<B, Array<S | string>>;
+  zrange(key: Arg, start: Arg, stop: Arg, options?: ZRangeOptions & { WITHSCORES?: false }): HelperReturn<B, S[]>;
+  zrange(key: Arg, start: Arg, stop: Arg, ...tokens: Array<'BYSCORE' | 'BYLEX' | 'REV' | 'LIMIT' | 'WITHSCORES' | number>): HelperReturn<B, Array<S | string>>;
   /** ZRANGEBYSCORE (min/max may be '-inf', '(1.5', …); WITHSCORES as in zrange. */
-  zrangebyscore(key: Arg, min: number | string, max: number | string, options: Pick<ZRangeOptions, 'LIMIT'> & { WITHSCORES: true }): Out<B, Array<S | string>>;
-  zrangebyscore(key: Arg, min: number | string, max: number | string, options?: Pick<ZRangeOptions, 'LIMIT'> & { WITHSCORES?: false }): Out<B, S[]>;
-  zrangebyscore(key: Arg, min: number | string, max: number | string, ...tokens: Array<'LIMIT' | 'WITHSCORES' | number>): Out<B, Array<S | string>>;
+  zrangebyscore(key: Arg, min: number | string, max: number | string, options: Pick<ZRangeOptions, 'LIMIT'> & { WITHSCORES: true }): HelperReturn<B, Array<S | string>>;
+  zrangebyscore(key: Arg, min: number | string, max: number | string, options?: Pick<ZRangeOptions, 'LIMIT'> & { WITHSCORES?: false }): HelperReturn<B, S[]>;
+  zrangebyscore(key: Arg, min: number | string, max: number | string, ...tokens: Array<'LIMIT' | 'WITHSCORES' | number>): HelperReturn<B, Array<S | string>>;
   /** ZSCORE as a number, or null. */
-  zscore(key: Arg, member: Arg): Out<B, number | null>;
+  zscore(key: Arg, member: Arg): HelperReturn<B, number | null>;
   /** ZINCRBY: the new score as a number. */
-  zincrby(key: Arg, increment: number | string, member: Arg): Out<B, number>;
-  zrem(key: Arg, ...members: Items): Out<B, number>;
-  zcard(key: Arg): Out<B, number>;
+  zincrby(key: Arg, increment: number | string, member: Arg): HelperReturn<B, number>;
+  zrem(key: Arg, ...members: Items): HelperReturn<B, number>;
+  zcard(key: Arg): HelperReturn<B, number>;
   /** XADD key id { field: value } (or flat pairs, or a Map): the entry's ID; null with NOMKSTREAM on a missing stream. */
-  xadd(key: Arg, id: Arg, fields: Record<string, Arg> | Map<Arg, Arg> | Arg[], options?: XAddOptions): Out<B, string | null>;
+  xadd(key: Arg, id: Arg, fields: Record<string, Arg> | Map<Arg, Arg> | Arg[], options?: XAddOptions): HelperReturn<B, string | null>;
   /** The ioredis form: xadd(key, ['NOMKSTREAM'], ['MAXLEN', '~', n], id, field, value, …). */
-  xadd(key: Arg, ...tokens: Arg[]): Out<B, string | null>;
+  xadd(key: Arg, ...tokens: Arg[]): HelperReturn<B, string | null>;
   /** XRANGE (default '-' to '+'): entries as { id, message: { field: value } }. */
-  xrange(key: Arg, start?: Arg, end?: Arg, options?: { COUNT?: number }): Out<B, Array<StreamMessage<S>>>;
-  xrange(key: Arg, start: Arg, end: Arg, ...tokens: Array<'COUNT' | number>): Out<B, Array<StreamMessage<S>>>;
+  xrange(key: Arg, start?: Arg, end?: Arg, options?: { COUNT?: number }): HelperReturn<B, Array<StreamMessage<S>>>;
+  xrange(key: Arg, start: Arg, end: Arg, ...tokens: Array<'COUNT' | number>): HelperReturn<B, Array<StreamMessage<S>>>;
   /** XREVRANGE (default '+' to '-'). */
-  xrevrange(key: Arg, end?: Arg, start?: Arg, options?: { COUNT?: number }): Out<B, Array<StreamMessage<S>>>;
-  xrevrange(key: Arg, end: Arg, start: Arg, ...tokens: Array<'COUNT' | number>): Out<B, Array<StreamMessage<S>>>;
-  xlen(key: Arg): Out<B, number>;
+  xrevrange(key: Arg, end?: Arg, start?: Arg, options?: { COUNT?: number }): HelperReturn<B, Array<StreamMessage<S>>>;
+  xrevrange(key: Arg, end: Arg, start: Arg, ...tokens: Array<'COUNT' | number>): HelperReturn<B, Array<StreamMessage<S>>>;
+  xlen(key: Arg): HelperReturn<B, number>;
   /** XREAD: one { name, messages } per stream that had entries, or null (nothing arrived within BLOCK). */
-  xread(streams: StreamsToRead, options?: XReadOptions): Out<B, Array<StreamMessages<S>> | null>;
+  xread(streams: StreamsToRead, options?: XReadOptions): HelperReturn<B, Array<StreamMessages<S>> | null>;
   /** The ioredis form: xread('COUNT', n, 'BLOCK', ms, 'STREAMS', ...keys, ...ids). */
-  xread(...tokens: Arg[]): Out<B, Array<StreamMessages<S>> | null>;
+  xread(...tokens: Arg[]): HelperReturn<B, Array<StreamMessages<S>> | null>;
   /** XREADGROUP GROUP group consumer …: as xread; `message` is null for an entry deleted while pending. */
-  xreadgroup(group: Arg, consumer: Arg, streams: StreamsToRead, options?: XReadGroupOptions): Out<B, Array<StreamMessages<S>> | null>;
+  xreadgroup(group: Arg, consumer: Arg, streams: StreamsToRead, options?: XReadGroupOptions): HelperReturn<B, Array<StreamMessages<S>> | null>;
   /** The ioredis form: xreadgroup('GROUP', group, consumer, …, 'STREAMS', ...keys, ...ids). */
-  xreadgroup(...tokens: Arg[]): Out<B, Array<StreamMessages<S>> | null>;
+  xreadgroup(...tokens: Arg[]): HelperReturn<B, Array<StreamMessages<S>> | null>;
   /** XACK: how many entries were acknowledged. */
-  xack(key: Arg, group: Arg, ...ids: Items): Out<B, number>;
+  xack(key: Arg, group: Arg, ...ids: Items): HelperReturn<B, number>;
   /** XGROUP CREATE / SETID: 'OK'. */
-  xgroup(subcommand: 'CREATE' | 'SETID', key: Arg, group: Arg, id: Arg, options?: { MKSTREAM?: boolean; ENTRIESREAD?: number }): Out<B, 'OK'>;
-  xgroup(subcommand: 'CREATE' | 'SETID', key: Arg, group: Arg, id: Arg, ...tokens: Array<'MKSTREAM' | 'ENTRIESREAD' | number>): Out<B, 'OK'>;
+  xgroup(subcommand: 'CREATE' | 'SETID', key: Arg, group: Arg, id: Arg, options?: { MKSTREAM?: boolean; ENTRIESREAD?: number }): HelperReturn<B, 'OK'>;
+  xgroup(subcommand: 'CREATE' | 'SETID', key: Arg, group: Arg, id: Arg, ...tokens: Array<'MKSTREAM' | 'ENTRIESREAD' | number>): HelperReturn<B, 'OK'>;
   /** XGROUP DESTROY / CREATECONSUMER / DELCONSUMER: 1/0, or the deleted consumer's pending count. */
-  xgroup(subcommand: 'DESTROY', key: Arg, group: Arg): Out<B, number>;
-  xgroup(subcommand: 'CREATECONSUMER' | 'DELCONSUMER', key: Arg, group: Arg, consumer: Arg): Out<B, number>;
-  xgroup(subcommand: 'CREATE' | 'SETID' | 'DESTROY' | 'CREATECONSUMER' | 'DELCONSUMER', key: Arg, group: Arg, ...rest: unknown[]): Out<B, 'OK' | number>;
-  publish(channel: Arg, message: Arg): Out<B, number>;
-  eval(script: string, numKeys: number, ...keysAndArgs: Items): Out<B, Reply>;
-  evalsha(sha: string, numKeys: number, ...keysAndArgs: Items): Out<B, Reply>;
+  xgroup(subcommand: 'DESTROY', key: Arg, group: Arg): HelperReturn<B, number>;
+  xgroup(subcommand: 'CREATECONSUMER' | 'DELCONSUMER', key: Arg, group: Arg, consumer: Arg): HelperReturn<B, number>;
+  xgroup(subcommand: 'CREATE' | 'SETID' | 'DESTROY' | 'CREATECONSUMER' | 'DELCONSUMER', key: Arg, group: Arg, ...rest: unknown[]): HelperReturn<B, 'OK' | number>;
+  publish(channel: Arg, message: Arg): HelperReturn<B, number>;
+  eval(script: string, numKeys: number, ...keysAndArgs: Items): HelperReturn<B, Reply>;
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: Items): HelperReturn<B, Reply>;
   /** FCALL function numKeys ...keys ...args (routed by its keys in a cluster). */
-  fcall(fn: string, numKeys: number, ...keysAndArgs: Items): Out<B, Reply>;
+  fcall(fn: string, numKeys: number, ...keysAndArgs: Items): HelperReturn<B, Reply>;
   /** FCALL_RO: a read-only function, which a cluster may send to a replica with `readFrom`. */
-  fcall_ro(fn: string, numKeys: number, ...keysAndArgs: Items): Out<B, Reply>;
+  fcall_ro(fn: string, numKeys: number, ...keysAndArgs: Items): HelperReturn<B, Reply>;
   /** One SCAN step: [nextCursor, keys]. Sent as given: `keyPrefix` does not apply (use scanIterator). */
-  scan(cursor: Arg, options?: ScanOptions): Out<B, [cursor: string, keys: S[]]>;
+  scan(cursor: Arg, options?: ScanOptions): HelperReturn<B, [cursor: string, keys: S[]]>;
 }
 
 /** The same helpers on a batch: each queues its command and returns the batch. */

@@ -33,6 +33,19 @@ export interface Script {
   readonly readOnly: boolean;
 }
 
+/** `script()`, on pools, views and leases. */
+export interface Scripting {
+  /**
+   * A Lua script as a function: `const s = pool.script(lua, { keys: 1 }); await s(key, arg)`.
+   * Each call sends EVALSHA (SHA1 computed locally) and, when the server has lost the script
+   * (NOSCRIPT: a restart, a failover to a replica, SCRIPT FLUSH), EVAL with the source, within
+   * the same deadline: NOSCRIPT means it did not run, so it never runs twice. In a cluster it
+   * is routed by its keys (which must share a slot). In a pipeline or transaction, queue it
+   * with `batch.runScript(s, …)`, which sends EVAL. The ioredis `defineCommand`.
+   */
+  script(source: string, options: ScriptOptions): Script;
+}
+
 /** What a bound script needs: its source, SHA1 and key count, and the specs of both sends. */
 export class ScriptDefinition {
   readonly sha: string;

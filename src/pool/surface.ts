@@ -7,7 +7,7 @@ import { installHelpers, type BatchCommands, type CommandSpec, type Commands, ty
 import type { ScanIterators } from '../commands/commands.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import { hscanEach, scanKeys, sscanEach, zscanEach } from '../commands/scan-iterators.js';
-import { bindScript, defineScript, ScriptDefinition, type Script, type ScriptOptions } from '../commands/script.js';
+import { bindScript, defineScript, ScriptDefinition, type Script, type ScriptOptions, type Scripting } from '../commands/script.js';
 import { PoolClosedError, RedisError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
@@ -153,21 +153,23 @@ abstract class Runner<S extends string | Buffer = string> {
     return zscanEach((spec) => this.runSpec(spec), key, options) as AsyncIterableIterator<[S, number]>;
   }
 
-  /**
-   * A Lua script as a function: `const s = pool.script(lua, { keys: 1 }); await s(key, arg)`.
-   * Each call sends EVALSHA and, when the server has lost the script (NOSCRIPT: a restart, a
-   * failover to a replica, SCRIPT FLUSH), EVAL with the source, within the same deadline. In a
-   * cluster it is routed by its keys. In a pipeline or transaction, queue it with
-   * `batch.runScript(s, …)`, which sends EVAL.
-   */
+  /** See {@link Scripting.script}. */
   script(source: string, options: ScriptOptions): Script {
     const def = defineScript(source, options);
     return bindScript(def, (spec) => this.runSpec(spec), () => resolveCall(this.dispatcher, this.callOptions, undefined).deadline || undefined);
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-interface Runner<S extends string | Buffer = string> extends Commands<S>, ScanIterators<S> {}
+interface Runner<S extends string | Buffer = string> extends Commands<S>, ScanIterators<S>, Scripting {}
 installHelpers(Runner.prototype, 'runSpec');
+
+/**
+ * Gives `proto` the Runner's own methods `names`: they read only `dispatcher`, `callOptions`,
+ * `keyPrefix` and `runSpec`, which pools and leases have too, so the code is shared.
+ */
+function shareRunner(proto: object, names: ReadonlyArray<'hscanIterator' | 'sscanIterator' | 'zscanIterator' | 'script'>): void {
+  for (const name of names) Object.defineProperty(proto, name, { value: Runner.prototype[name], writable: true, configurable: true });
+}
 
 /**
  * `p`, or the signal's reason as soon as it aborts; a value that arrives after the abort is
@@ -414,11 +416,6 @@ export class Lease<S extends string | Buffer = string> {
     return new Batch<BatchResult | null>((cmds, call) => this.runBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.check(), this.keyPrefix);
   }
 
-  /** A Lua script bound to this connection: EVALSHA, then EVAL on NOSCRIPT (see `pool.script`). */
-  script(source: string, options: ScriptOptions): Script {
-    const def = defineScript(source, options);
-    return bindScript(def, (spec) => this.runSpec(spec), () => resolveCall(this.dispatcher, this.callOptions, undefined).deadline || undefined);
-  }
 
   private runBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
     for (const c of cmds) track(this.state, c);
@@ -460,8 +457,9 @@ export class Lease<S extends string | Buffer = string> {
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface Lease<S extends string | Buffer = string> extends Commands<S>, WithOverloads<S, 'lease'> {}
+export interface Lease<S extends string | Buffer = string> extends Commands<S>, WithOverloads<S, 'lease'>, Scripting {}
 installHelpers(Lease.prototype, 'runSpec');
+shareRunner(Lease.prototype, ['script']);
 
 /** Borrows, runs `fn`, and always gives the connection back (destroyed if it broke). */
 export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T>, key: Arg | undefined, callOptions: CallOptions | undefined, open: () => void, keyPrefix?: KeyPrefixer): Promise<T> {
@@ -566,32 +564,6 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
     return Runner.prototype.scanIterator.call(this as unknown as Runner, options);
   }
 
-  /** Every [field, value] of a hash, with HSCAN (`match` filters fields). */
-  hscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[field: string, value: string]> {
-    return Runner.prototype.hscanIterator.call(this as unknown as Runner, key, options);
-  }
-
-  /** Every member of a set, with SSCAN. */
-  sscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<string> {
-    return Runner.prototype.sscanIterator.call(this as unknown as Runner, key, options);
-  }
-
-  /** Every [member, score] of a sorted set, with ZSCAN. */
-  zscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[member: string, score: number]> {
-    return Runner.prototype.zscanIterator.call(this as unknown as Runner, key, options);
-  }
-
-  /**
-   * A Lua script as a function: `const s = pool.script(lua, { keys: 1 }); await s(key, arg)`.
-   * Each call sends EVALSHA (SHA1 computed locally) and, when the server has lost the script
-   * (NOSCRIPT: a restart, a failover to a replica, SCRIPT FLUSH), EVAL with the source, within
-   * the same deadline: NOSCRIPT means it did not run, so it never runs twice. In a cluster it
-   * is routed by its keys (which must share a slot). In a pipeline or transaction, queue it
-   * with `batch.runScript(s, …)`, which sends EVAL. The ioredis `defineCommand`.
-   */
-  script(source: string, options: ScriptOptions): Script {
-    return Runner.prototype.script.call(this as unknown as Runner, source, options);
-  }
 
   /** Stops new work, lets in-flight commands finish (bounded by `closeTimeout`), then closes every connection and timer. */
   abstract close(): Promise<void>;
@@ -622,5 +594,6 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface BasePool<Events extends PoolEvents = PoolEvents> extends Commands {}
+export interface BasePool<Events extends PoolEvents = PoolEvents> extends Commands, Omit<ScanIterators, 'scanIterator'>, Scripting {}
 installHelpers(BasePool.prototype, 'runSpec');
+shareRunner(BasePool.prototype, ['hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);
