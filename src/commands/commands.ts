@@ -7,9 +7,10 @@ import type { StreamMessage, StreamMessages } from './replies.js';
  * `S` is what a bulk string decodes to: `string` by default, `Buffer` on a view made with
  * `with({ returnBuffers: true })`. Names a caller indexes by (hash field names, stream names,
  * stream IDs, scores in WITHSCORES replies) are always strings. Integer replies are `number`,
- * except those of the commands that count with 64-bit integers (INCR, INCRBY, DECR, DECRBY,
- * HINCRBY), which are `number | bigint`: beyond ±2^53 the decoder keeps the exact value as a
- * bigint rather than round it.
+ * except those that can exceed ±2^53 (the 64-bit counters INCR, INCRBY, DECR, DECRBY, HINCRBY,
+ * and TTL/PTTL of an expiry set absurdly far away), which are `number | bigint`: beyond ±2^53
+ * the decoder keeps the exact value as a bigint rather than round it. Counts (DEL, LLEN, …)
+ * are bounded by memory and stay `number`.
  */
 
 /** Options of SET. */
@@ -137,10 +138,10 @@ export interface Commands<S extends string | Buffer = string, B = never> {
   expireat(key: Arg, unixTimeSeconds: number, mode?: 'NX' | 'XX' | 'GT' | 'LT'): HelperReturn<B, number>;
   /** PERSIST: 1 if a timeout was removed. */
   persist(key: Arg): HelperReturn<B, number>;
-  /** TTL in seconds; -1 no expiry, -2 no key. */
-  ttl(key: Arg): HelperReturn<B, number>;
-  /** PTTL in milliseconds; -1 no expiry, -2 no key. */
-  pttl(key: Arg): HelperReturn<B, number>;
+  /** TTL in seconds; -1 no expiry, -2 no key (a bigint only for an expiry set beyond year 285,000,000). */
+  ttl(key: Arg): HelperReturn<B, number | bigint>;
+  /** PTTL in milliseconds; -1 no expiry, -2 no key (a bigint for an expiry more than 2^53 ms away, ~285,000 years). */
+  pttl(key: Arg): HelperReturn<B, number | bigint>;
   /** INCR: the new value (a bigint beyond ±2^53). */
   incr(key: Arg): HelperReturn<B, number | bigint>;
   incrby(key: Arg, increment: number | bigint): HelperReturn<B, number | bigint>;
