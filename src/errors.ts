@@ -104,6 +104,14 @@ export class QueueFullError extends Error {
   }
 }
 
+/**
+ * A subscription's async iterator held `highWaterMark` unread messages with `overflow: 'error'`:
+ * the iteration ends with this error and the subscription is closed.
+ */
+export class SlowConsumerError extends Error {
+  override name = 'SlowConsumerError';
+}
+
 /** Some sentinel answered, but none monitors a master of that name. */
 export class MasterNotMonitoredError extends Error {
   override name = 'MasterNotMonitoredError';

@@ -19,7 +19,7 @@ export type { Script, ScriptOptions } from './commands/script.js';
 export type { Address, Arg, NodeAddress, Reply } from './types.js';
 export {
   RedisError, ConnectionError, UncertainWriteError, AuthenticationError, NodeUnreachableError, TimeoutError, ProtocolError, PoolClosedError,
-  QueueFullError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
+  QueueFullError, SlowConsumerError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
   type RedirectAttempt,
 } from './errors.js';
 export { keySlot } from './cluster/slot.js';
@@ -29,3 +29,7 @@ export { ClusterPool, type ClusterEvents, type ClusterStats } from './cluster/cl
 export type { ClusterOptions } from './cluster/options.js';
 export type { ClusterNodeInfo } from './cluster/cluster-pool.js';
 export { RoleMismatchError } from './sentinel/discovery.js';
+export { Subscription, type PubSubMessage, type Listener, type SubscriptionEvents } from './pubsub/subscription.js';
+export type { SubscriptionOptions, SubscriptionKind } from './pubsub/frames.js';
+export type { PubSubStats } from './pubsub/hub.js';
+export type { PubSubMethods, ShardedPubSubMethods } from './pubsub/methods.js';

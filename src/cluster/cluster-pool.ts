@@ -11,6 +11,10 @@ import type { Address, NodeAddress } from '../types.js';
 import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
 import { resolveClusterOptions, type ClusterOptions, type ResolvedClusterOptions } from './options.js';
 import { nodeHandshake, Topology, type TopologyChange } from './topology.js';
+import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
+import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
+import type { Arg } from '../types.js';
+import { clusterPlacement } from './cluster-pubsub.js';
 
 /** Events of a {@link ClusterPool}. */
 export interface ClusterEvents extends PoolEvents {
@@ -48,6 +52,8 @@ export interface ClusterStats {
   /** Whether the server's COMMAND table was loaded (else the built-in one is used). */
   liveCommandTable: boolean;
   closed: boolean;
+  /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`/`ssubscribe()`. */
+  pubsub: PubSubStats;
 }
 
 /**
@@ -85,6 +91,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   private readonly registry = new CommandRegistry();
   private readonly redirects = { moved: 0, ask: 0, tryagain: 0, clusterdown: 0, connection: 0 };
   private closing: Promise<void> | undefined;
+  private hub: PubSubHub | undefined;
 
   private constructor(o: ResolvedClusterOptions) {
     super();
@@ -243,7 +250,30 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       refreshes: this.topology.refreshes,
       liveCommandTable: this.registry.hasLiveTable,
       closed: this.closed,
+      pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
     };
+  }
+
+  /** Publishes to a sharded channel (`SPUBLISH`), on the master owning the channel's slot. */
+  spublish(channel: string, message: Arg): Promise<number> {
+    return this.call<number>('SPUBLISH', channel, message);
+  }
+
+  /** @internal Subscriptions placed by slot (see cluster-pubsub.ts), re-placed on every map change. */
+  pubsubHub(): PubSubHub {
+    this.ensureOpen();
+    if (this.hub) return this.hub;
+    const hub = new PubSubHub(clusterPlacement(this.topology, this.o.pool.reconnect), { reconnect: this.o.pool.reconnect, timeout: this.o.data.commandTimeout });
+    this.hub = hub;
+    const watch = (): void => {
+      this.topology.changed.addEventListener('abort', () => {
+        if (this.closed) return;
+        hub.replace('topology');
+        watch();
+      }, { once: true });
+    };
+    watch();
+    return hub;
   }
 
   /** Stops refreshes, lets in-flight commands finish (bounded by `closeTimeout`), closes every node pool. */
@@ -255,7 +285,11 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.closed = true;
+    this.hub?.close();
     this.closing = this.topology.close();
     return this.closing;
   }
 }
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface ClusterPool extends PubSubMethods, ShardedPubSubMethods {}
+installPubSub(ClusterPool.prototype, true);

@@ -244,6 +244,21 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   }
 
   /**
+   * A connection for pub/sub, outside the lanes and the exclusive pool (subscriptions share
+   * it, so it does not count against `pool.max`). It closes with the pool, and at a swap.
+   */
+  async subscriber(): Promise<Connection> {
+    if (this.closed) throw new PoolClosedError();
+    const conn = await this.create();
+    if (this.closed) {
+      conn.destroy();
+      throw new PoolClosedError();
+    }
+    conn.dirty = true;
+    return conn;
+  }
+
+  /**
    * Borrows an exclusive connection (for `use()` and MULTI). Pair with {@link release}. Waits
    * at most `acquireTimeoutMillis`, and never past `deadline` (epoch ms, 0 = none): the call's
    * one deadline covers this wait too.
@@ -336,6 +351,12 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     // No await between the check and send(): a connection lent out meanwhile is not touched.
     for (const conn of this.all) {
       if (this.borrowed.has(conn) || !conn.ready || conn.authEpoch >= epoch) continue;
+      if (conn.subscribedResp2) {
+        // RESP2 refuses AUTH in subscribed mode: the pub/sub hub resubscribes on a new connection,
+        // which logs in with the fresh credentials.
+        conn.destroy(new ConnectionError(`The RESP2 subscriber connection to ${formatAddress(conn.address)} was replaced to log in with new credentials.`, { address: conn.address }));
+        continue;
+      }
       sends.push(this.sendAuth(conn, creds, epoch, deadline));
     }
     const results = await Promise.allSettled(sends);

@@ -13,6 +13,8 @@ import { Gate } from './gate.js';
 import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
 import { SentinelWatcher } from './watcher.js';
+import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
+import { installPubSub, type PubSubMethods } from '../pubsub/methods.js';
 
 /** How a master switch was noticed. */
 export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect';
@@ -56,9 +58,12 @@ export interface SentinelStats extends NodePoolStats {
   sentinels: Array<{ address: NodeAddress; connected: boolean; polling: boolean }>;
   replicas: NodeAddress[];
   closed: boolean;
+  /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
+  pubsub: PubSubStats;
 }
 
 const key = formatAddress;
+
 
 /**
  * A pool for the master (or the replicas) of a Sentinel-managed Redis. Same API as
@@ -91,6 +96,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private replicaRefresh: Promise<void> | undefined;
   private watching: NodeAddress | undefined;
   private readonly closeSignal = new AbortController();
+  private hub: PubSubHub | undefined;
 
   private constructor(o: ResolvedSentinelOptions, master: NodeAddress) {
     super();
@@ -422,7 +428,11 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       this.switches++;
       this.pin = { against: from, until: Date.now() + this.o.fenceTimeout };
       this.gate.open();
-      this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at: Date.now() });
+      const at = Date.now();
+      // Subscribers move with the data connections: the old master may stay a master (and
+      // keep its subscribers) for seconds after the switch, hearing nothing new.
+      this.hub?.replace('failover', at);
+      this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at });
       if (this.o.role === 'replica') this.refreshReplicas();
     } else {
       this.node.reconnectLanes();
@@ -440,6 +450,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     for (const p of this.replicaPools) if (!keep.has(key(p.target))) void p.close(this.o.closeTimeout);
     const existing = new Map(this.replicaPools.filter((p) => keep.has(key(p.target))).map((p) => [key(p.target), p]));
     this.replicaPools = healthy.map((a) => existing.get(key(a)) ?? this.makeNode(a, false));
+    this.hub?.replace('replicas-changed');
   }
 
   private refreshReplicas(): void {
@@ -501,7 +512,26 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       sentinels: [...this.watchers.values()].map((w) => ({ address: { ...w.address }, connected: w.connected, polling: w.polling })),
       replicas: this.replicaPools.map((p) => ({ ...p.target })),
       closed: this.closed,
+      pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
     };
+  }
+
+  /**
+   * @internal Subscriptions go where this pool's commands go: the master, or with
+   * `role: 'replica'` a healthy replica (the one they are on while it stays healthy; the master
+   * when there is none, since every message published there is also sent to the replicas).
+   */
+  pubsubHub(): PubSubHub {
+    this.ensureOpen();
+    return this.hub ??= new PubSubHub({
+      place: (_kind, _name, current) => {
+        if (this.o.role === 'master') return [{ pool: this.node }];
+        const here = current.find((p) => this.replicaPools.includes(p));
+        if (here) return [{ pool: here }];
+        const n = this.replicaPools.length;
+        return [{ pool: n > 0 ? this.replicaPools[this.replicaRr++ % n]! : this.node }];
+      },
+    }, { reconnect: this.o.pool.reconnect, timeout: this.o.data.commandTimeout });
   }
 
   reauthenticate(): Promise<void> {
@@ -516,6 +546,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.closed = true;
+    this.hub?.close();
     this.closing = (async () => {
       if (this.pollTimer) clearInterval(this.pollTimer);
       if (this.fence) clearTimeout(this.fence.timer);
@@ -530,3 +561,6 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     return this.closing;
   }
 }
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface SentinelPool extends PubSubMethods {}
+installPubSub(SentinelPool.prototype, false);
