@@ -101,11 +101,11 @@ export function arg(name: HelperId, what: string, v: unknown): Arg {
   return v;
 }
 
-/** `v` as an integer (count, index, seconds). */
-export function int(name: HelperId, what: string, v: unknown): number | bigint {
+/** `v` as an integer (count, index, seconds); integer text is sent as given, never rounded through a number. */
+export function int(name: HelperId, what: string, v: unknown): number | bigint | string {
   if (typeof v === 'bigint') return v;
   if (typeof v === 'number' && Number.isInteger(v)) return v;
-  if (typeof v === 'string' && /^-?\d+$/.test(v)) return Number(v);
+  if (typeof v === 'string' && /^-?\d+$/.test(v)) return v;
   throw usageError(name, `${what} must be an integer (got ${typeof v === 'string' ? JSON.stringify(v) : describe(v)})`);
 }
 

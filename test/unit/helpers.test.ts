@@ -34,6 +34,8 @@ describe('what each form sends', () => {
     ['expire with a mode', 'expire', ['k', 10, 'gt'], ['EXPIRE', 'k', 10, 'GT']],
     ['expireat', 'expireat', ['k', 1_900_000_000], ['EXPIREAT', 'k', 1_900_000_000]],
     ['incrbyfloat', 'incrbyfloat', ['k', 1.5], ['INCRBYFLOAT', 'k', 1.5]],
+    ['incrby, integer text beyond 2^53 sent as given (not rounded)', 'incrby', ['k', '9007199254740993'], ['INCRBY', 'k', '9007199254740993']],
+    ['incrby, a bigint', 'incrby', ['k', 9007199254740993n], ['INCRBY', 'k', 9007199254740993n]],
     ['zadd, ioredis flags then pairs', 'zadd', ['z', 'NX', 'CH', 1, 'a', '-inf', 'b'], ['ZADD', 'z', 'NX', 'CH', 1, 'a', '-inf', 'b']],
     ['zadd, a record', 'zadd', ['z', { a: 1, b: Infinity }], ['ZADD', 'z', 1, 'a', '+inf', 'b']],
     ['zrange, WITHSCORES token (ioredis)', 'zrange', ['z', 0, -1, 'WITHSCORES'], ['ZRANGE', 'z', 0, -1, 'WITHSCORES']],
