@@ -176,10 +176,11 @@ export function token(v: unknown): string | undefined {
  * something else, or dropped.
  */
 export function tokens(name: HelperId, rest: readonly unknown[], arity: Readonly<Record<string, number>>): Record<string, Arg[]> {
-  const out: Record<string, Arg[]> = {};
+  // No prototype: looking up an option that was not given must not find Object's members.
+  const out: Record<string, Arg[]> = Object.create(null) as Record<string, Arg[]>;
   for (let i = 0; i < rest.length; i++) {
     const t = token(rest[i]);
-    const n = t === undefined ? undefined : arity[t];
+    const n = t === undefined || !Object.hasOwn(arity, t) ? undefined : arity[t];
     if (t === undefined || n === undefined) {
       throw usageError(name, `unexpected argument ${typeof rest[i] === 'string' ? JSON.stringify(rest[i]) : describe(rest[i])} (options it knows: ${Object.keys(arity).join(', ')})`);
     }

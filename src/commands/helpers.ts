@@ -17,7 +17,8 @@ export interface CommandSpec {
   deadline?: number;
 }
 
-type Build = (...a: unknown[]) => CommandSpec;
+/** A helper's builder: its arguments as one array (trailing undefineds already dropped). */
+type Build = (a: unknown[]) => CommandSpec;
 
 const SET_ARITY = { EX: 1, PX: 1, EXAT: 1, PXAT: 1, NX: 0, XX: 0, KEEPTTL: 0, GET: 0 } as const;
 const EXPIRY = ['EX', 'PX', 'EXAT', 'PXAT'] as const;
@@ -25,9 +26,12 @@ const EXPIRE_MODES = ['NX', 'XX', 'GT', 'LT'];
 
 /** Options of an options-object form as token -> values, refusing unknown names and wrong types. */
 function fromObject(name: HelperId, o: Record<string, unknown>, arity: Readonly<Record<string, number>>, ints: readonly string[] = []): Record<string, Arg[]> {
-  knownKeys(name, o, Object.keys(arity));
-  const out: Record<string, Arg[]> = {};
-  for (const [k, v] of Object.entries(o)) {
+  const out: Record<string, Arg[]> = Object.create(null) as Record<string, Arg[]>;
+  // for…in with an own-property check: no key arrays on the hot path (set with { EX }).
+  for (const k in o) {
+    if (!Object.hasOwn(o, k)) continue;
+    if (!Object.hasOwn(arity, k)) knownKeys(name, o, Object.keys(arity));
+    const v = o[k];
     if (v === undefined || v === false) continue;
     if (arity[k] === 0) {
       if (v !== true) throw usageError(name, `option ${k} must be true or false (got ${typeof v})`);
@@ -47,39 +51,49 @@ function options(name: HelperId, rest: readonly unknown[], arity: Readonly<Recor
 
 /** Appends the chosen options in `order` (the order Redis documents them in). */
 function push(args: Arg[], o: Record<string, Arg[]>, order: readonly string[]): Arg[] {
-  for (const k of order) if (o[k]) args.push(k, ...o[k]!);
+  for (const k of order) {
+    const values = o[k];
+    if (values === undefined) continue;
+    args.push(k);
+    for (const v of values) args.push(v);
+  }
   return args;
 }
 
-function oneExpiry(name: HelperId, o: Record<string, Arg[]>, also: readonly string[] = []): void {
-  const set = [...EXPIRY, ...also].filter((k) => o[k]);
-  if (set.length > 1) throw usageError(name, `${set.join(' and ')} cannot be combined`);
+function oneExpiry(name: HelperId, o: Record<string, Arg[]>, also: string): void {
+  let first: string | undefined;
+  for (const k of EXPIRY) {
+    if (!o[k]) continue;
+    if (first) throw usageError(name, `${first} and ${k} cannot be combined`);
+    first = k;
+  }
+  if (first && o[also]) throw usageError(name, `${first} and ${also} cannot be combined`);
 }
 
 const key = (name: HelperId, v: unknown): Arg => arg(name, 'the key', v);
 
 /** A helper of one key and nothing else. */
-const keyOnly = (name: HelperId, command: string, transform?: CommandSpec['transform']): Build => (...a) => {
+const keyOnly = (name: HelperId, command: string, transform?: CommandSpec['transform']): Build => (a) => {
   atLeast(name, a, 1);
   atMost(name, a, 1);
   return { args: [command, key(name, a[0])], transform };
 };
 
 /** A helper of a key and fixed positional arguments. */
-const keyAnd = (name: HelperId, command: string, what: readonly string[], transform?: CommandSpec['transform']): Build => (...a) => {
+const keyAnd = (name: HelperId, command: string, what: readonly string[], transform?: CommandSpec['transform']): Build => (a) => {
   atLeast(name, a, 1 + what.length);
   atMost(name, a, 1 + what.length);
   return { args: [command, key(name, a[0]), ...what.map((w, i) => arg(name, w, a[i + 1]))], transform };
 };
 
 /** A helper of a key and at least one more item (members, fields, values), arrays flattened. */
-const keyAndList = (name: HelperId, command: string, what: string, transform?: CommandSpec['transform']): Build => (...a) => {
+const keyAndList = (name: HelperId, command: string, what: string, transform?: CommandSpec['transform']): Build => (a) => {
   atLeast(name, a, 2);
   return { args: [command, key(name, a[0]), ...list(name, what, a.slice(1))], transform };
 };
 
 /** A helper of one or more keys, arrays flattened (`del([a, b])`, as ioredis). */
-const keys = (name: HelperId, command: string, transform?: CommandSpec['transform']): Build => (...a) => ({ args: [command, ...list(name, 'key', a)], transform });
+const keys = (name: HelperId, command: string, transform?: CommandSpec['transform']): Build => (a) => ({ args: [command, ...list(name, 'key', a)], transform });
 
 /** `field value field value …`, `{ field: value }` or a Map, as HSET, MSET and XADD take them. */
 function pairs(name: HelperId, what: string, rest: readonly unknown[]): Arg[] {
@@ -95,7 +109,7 @@ function pairs(name: HelperId, what: string, rest: readonly unknown[]): Arg[] {
 }
 
 /** numKeys then keys and arguments (EVAL, EVALSHA, FCALL). */
-const scripted = (name: HelperId, command: string): Build => (...a) => {
+const scripted = (name: HelperId, command: string): Build => (a) => {
   atLeast(name, a, 2);
   const n = int(name, 'numKeys', a[1]);
   const rest = list(name, 'key or argument', a.slice(2), 0);
@@ -152,19 +166,21 @@ function rawStreams(name: 'xread' | 'xreadgroup', a: readonly unknown[]): Arg[] 
  */
 const TABLE = {
   get: keyOnly('get', 'GET'),
-  set: (...a) => {
+  set: (a) => {
     atLeast('set', a, 2);
     const args: Arg[] = ['SET', key('set', a[0]), arg('set', 'the value', a[1])];
+    if (a.length === 2) return { args };
+    if (a.length === 3 && isRecord(a[2]) && !(a[2] instanceof Map)) return { args: setOptions(args, a[2] as Record<string, unknown>) };
     const o = options('set', a.slice(2), SET_ARITY, EXPIRY);
-    oneExpiry('set', o, ['KEEPTTL']);
+    oneExpiry('set', o, 'KEEPTTL');
     if (o.NX && o.XX) throw usageError('set', 'NX and XX cannot be combined');
     return { args: push(args, o, ['EX', 'PX', 'EXAT', 'PXAT', 'NX', 'XX', 'KEEPTTL', 'GET']) };
   },
   getdel: keyOnly('getdel', 'GETDEL'),
-  getex: (...a) => {
+  getex: (a) => {
     atLeast('getex', a, 1);
     const o = options('getex', a.slice(1), { EX: 1, PX: 1, EXAT: 1, PXAT: 1, PERSIST: 0 }, EXPIRY);
-    oneExpiry('getex', o, ['PERSIST']);
+    oneExpiry('getex', o, 'PERSIST');
     return { args: push(['GETEX', key('getex', a[0])], o, ['EX', 'PX', 'EXAT', 'PXAT', 'PERSIST']) };
   },
   setnx: keyAnd('setnx', 'SETNX', ['the value']),
@@ -172,34 +188,34 @@ const TABLE = {
   unlink: keys('unlink', 'UNLINK'),
   exists: keys('exists', 'EXISTS'),
   touch: keys('touch', 'TOUCH'),
-  expire: (...a) => expireLike('expire', 'EXPIRE', a),
-  expireat: (...a) => expireLike('expireat', 'EXPIREAT', a),
+  expire: (a) => expireLike('expire', 'EXPIRE', a),
+  expireat: (a) => expireLike('expireat', 'EXPIREAT', a),
   persist: keyOnly('persist', 'PERSIST'),
   ttl: keyOnly('ttl', 'TTL'),
   pttl: keyOnly('pttl', 'PTTL'),
   incr: keyOnly('incr', 'INCR'),
-  incrby: (...a) => (atLeast('incrby', a, 2), atMost('incrby', a, 2), { args: ['INCRBY', key('incrby', a[0]), int('incrby', 'the increment', a[1])] }),
-  incrbyfloat: (...a) => (atLeast('incrbyfloat', a, 2), atMost('incrbyfloat', a, 2), { args: ['INCRBYFLOAT', key('incrbyfloat', a[0]), numeric('incrbyfloat', 'the increment', a[1])], transform: toNumber }),
+  incrby: (a) => (atLeast('incrby', a, 2), atMost('incrby', a, 2), { args: ['INCRBY', key('incrby', a[0]), int('incrby', 'the increment', a[1])] }),
+  incrbyfloat: (a) => (atLeast('incrbyfloat', a, 2), atMost('incrbyfloat', a, 2), { args: ['INCRBYFLOAT', key('incrbyfloat', a[0]), numeric('incrbyfloat', 'the increment', a[1])], transform: toNumber }),
   decr: keyOnly('decr', 'DECR'),
-  decrby: (...a) => (atLeast('decrby', a, 2), atMost('decrby', a, 2), { args: ['DECRBY', key('decrby', a[0]), int('decrby', 'the decrement', a[1])] }),
+  decrby: (a) => (atLeast('decrby', a, 2), atMost('decrby', a, 2), { args: ['DECRBY', key('decrby', a[0]), int('decrby', 'the decrement', a[1])] }),
   mget: keys('mget', 'MGET'),
-  mset: (...a) => ({ args: ['MSET', ...pairs('mset', 'key', a)] }),
+  mset: (a) => ({ args: ['MSET', ...pairs('mset', 'key', a)] }),
   hget: keyAnd('hget', 'HGET', ['the field']),
-  hset: (...a) => (atLeast('hset', a, 2), { args: ['HSET', key('hset', a[0]), ...pairs('hset', 'field', a.slice(1))] }),
+  hset: (a) => (atLeast('hset', a, 2), { args: ['HSET', key('hset', a[0]), ...pairs('hset', 'field', a.slice(1))] }),
   hmget: keyAndList('hmget', 'HMGET', 'field'),
   hgetall: keyOnly('hgetall', 'HGETALL', toRecord),
   hdel: keyAndList('hdel', 'HDEL', 'field'),
-  hincrby: (...a) => (atLeast('hincrby', a, 3), atMost('hincrby', a, 3), { args: ['HINCRBY', key('hincrby', a[0]), arg('hincrby', 'the field', a[1]), int('hincrby', 'the increment', a[2])] }),
+  hincrby: (a) => (atLeast('hincrby', a, 3), atMost('hincrby', a, 3), { args: ['HINCRBY', key('hincrby', a[0]), arg('hincrby', 'the field', a[1]), int('hincrby', 'the increment', a[2])] }),
   hexists: keyAnd('hexists', 'HEXISTS', ['the field'], toBool),
   lpush: keyAndList('lpush', 'LPUSH', 'value'),
   rpush: keyAndList('rpush', 'RPUSH', 'value'),
-  lpop: (...a) => popLike('lpop', 'LPOP', a),
-  rpop: (...a) => popLike('rpop', 'RPOP', a),
-  lrange: (...a) => (atLeast('lrange', a, 3), atMost('lrange', a, 3), { args: ['LRANGE', key('lrange', a[0]), int('lrange', 'start', a[1]), int('lrange', 'stop', a[2])] }),
-  lrem: (...a) => (atLeast('lrem', a, 3), atMost('lrem', a, 3), { args: ['LREM', key('lrem', a[0]), int('lrem', 'count', a[1]), arg('lrem', 'the element', a[2])] }),
-  lindex: (...a) => (atLeast('lindex', a, 2), atMost('lindex', a, 2), { args: ['LINDEX', key('lindex', a[0]), int('lindex', 'the index', a[1])] }),
+  lpop: (a) => popLike('lpop', 'LPOP', a),
+  rpop: (a) => popLike('rpop', 'RPOP', a),
+  lrange: (a) => (atLeast('lrange', a, 3), atMost('lrange', a, 3), { args: ['LRANGE', key('lrange', a[0]), int('lrange', 'start', a[1]), int('lrange', 'stop', a[2])] }),
+  lrem: (a) => (atLeast('lrem', a, 3), atMost('lrem', a, 3), { args: ['LREM', key('lrem', a[0]), int('lrem', 'count', a[1]), arg('lrem', 'the element', a[2])] }),
+  lindex: (a) => (atLeast('lindex', a, 2), atMost('lindex', a, 2), { args: ['LINDEX', key('lindex', a[0]), int('lindex', 'the index', a[1])] }),
   llen: keyOnly('llen', 'LLEN'),
-  blpop: (...a) => {
+  blpop: (a) => {
     const timeout = a[a.length - 1];
     if (typeof timeout !== 'number' || !(timeout >= 0) || !Number.isFinite(timeout)) throw usageError('blpop', 'the last argument must be the timeout in seconds (0 waits forever)');
     return { args: ['BLPOP', ...list('blpop', 'key', a.slice(0, -1)), timeout], blockSeconds: timeout };
@@ -209,7 +225,7 @@ const TABLE = {
   smembers: keyOnly('smembers', 'SMEMBERS', toArray),
   scard: keyOnly('scard', 'SCARD'),
   sismember: keyAnd('sismember', 'SISMEMBER', ['the member'], toBool),
-  zadd: (...a) => {
+  zadd: (a) => {
     atLeast('zadd', a, 2);
     const args: Arg[] = ['ZADD', key('zadd', a[0])];
     if (a.length === 2 && isRecord(a[1])) {
@@ -226,32 +242,32 @@ const TABLE = {
     if (args.length < 4) throw usageError('zadd', 'needs at least one score and member');
     return { args };
   },
-  zrange: (...a) => {
+  zrange: (a) => {
     atLeast('zrange', a, 3);
     const { tail, withScores } = zrangeTail('zrange', a.slice(3));
     return { args: ['ZRANGE', key('zrange', a[0]), arg('zrange', 'start', a[1]), arg('zrange', 'stop', a[2]), ...tail], transform: withScores ? flattenScores : toArray };
   },
-  zrangebyscore: (...a) => {
+  zrangebyscore: (a) => {
     atLeast('zrangebyscore', a, 3);
     const { tail, withScores } = zrangeTail('zrangebyscore', a.slice(3));
     return { args: ['ZRANGEBYSCORE', key('zrangebyscore', a[0]), numeric('zrangebyscore', 'min', a[1]), numeric('zrangebyscore', 'max', a[2]), ...tail], transform: withScores ? flattenScores : toArray };
   },
   zscore: keyAnd('zscore', 'ZSCORE', ['the member'], toNumberOrNull),
-  zincrby: (...a) => (atLeast('zincrby', a, 3), atMost('zincrby', a, 3), { args: ['ZINCRBY', key('zincrby', a[0]), numeric('zincrby', 'the increment', a[1]), arg('zincrby', 'the member', a[2])], transform: toNumber }),
+  zincrby: (a) => (atLeast('zincrby', a, 3), atMost('zincrby', a, 3), { args: ['ZINCRBY', key('zincrby', a[0]), numeric('zincrby', 'the increment', a[1]), arg('zincrby', 'the member', a[2])], transform: toNumber }),
   zrem: keyAndList('zrem', 'ZREM', 'member'),
   zcard: keyOnly('zcard', 'ZCARD'),
-  xadd: (...a) => xadd(a),
-  xrange: (...a) => xrangeLike('xrange', 'XRANGE', a, '-', '+'),
-  xrevrange: (...a) => xrangeLike('xrevrange', 'XREVRANGE', a, '+', '-'),
+  xadd: (a) => xadd(a),
+  xrange: (a) => xrangeLike('xrange', 'XRANGE', a, '-', '+'),
+  xrevrange: (a) => xrangeLike('xrevrange', 'XREVRANGE', a, '+', '-'),
   xlen: keyOnly('xlen', 'XLEN'),
-  xread: (...a) => {
+  xread: (a) => {
     atLeast('xread', a, 1);
     if (isArg(a[0])) return { args: ['XREAD', ...rawStreams('xread', a)], transform: toStreams };
     atMost('xread', a, 2);
     const o = a[1] === undefined ? {} : options('xread', [a[1]], { COUNT: 1, BLOCK: 1 }, ['COUNT', 'BLOCK']);
     return { args: push(['XREAD'], o, ['COUNT', 'BLOCK']).concat(streamsOf('xread', a[0])), transform: toStreams };
   },
-  xreadgroup: (...a) => {
+  xreadgroup: (a) => {
     atLeast('xreadgroup', a, 3);
     if (token(a[0]) === 'GROUP' && isArg(a[2])) return { args: ['XREADGROUP', ...rawStreams('xreadgroup', a)], transform: toStreams };
     atMost('xreadgroup', a, 4);
@@ -259,19 +275,58 @@ const TABLE = {
     const args: Arg[] = ['XREADGROUP', 'GROUP', arg('xreadgroup', 'the group', a[0]), arg('xreadgroup', 'the consumer', a[1])];
     return { args: push(args, o, ['COUNT', 'BLOCK', 'NOACK']).concat(streamsOf('xreadgroup', a[2])), transform: toStreams };
   },
-  xack: (...a) => (atLeast('xack', a, 3), { args: ['XACK', key('xack', a[0]), arg('xack', 'the group', a[1]), ...list('xack', 'ID', a.slice(2))] }),
-  xgroup: (...a) => xgroup(a),
-  publish: (...a) => (atLeast('publish', a, 2), atMost('publish', a, 2), { args: ['PUBLISH', arg('publish', 'the channel', a[0]), arg('publish', 'the message', a[1])] }),
+  xack: (a) => (atLeast('xack', a, 3), { args: ['XACK', key('xack', a[0]), arg('xack', 'the group', a[1]), ...list('xack', 'ID', a.slice(2))] }),
+  xgroup: (a) => xgroup(a),
+  publish: (a) => (atLeast('publish', a, 2), atMost('publish', a, 2), { args: ['PUBLISH', arg('publish', 'the channel', a[0]), arg('publish', 'the message', a[1])] }),
   eval: scripted('eval', 'EVAL'),
   evalsha: scripted('evalsha', 'EVALSHA'),
   fcall: scripted('fcall', 'FCALL'),
   fcall_ro: scripted('fcall_ro', 'FCALL_RO'),
-  scan: (...a) => {
+  scan: (a) => {
     atLeast('scan', a, 1);
     const o = options('scan', a.slice(1).map((x) => (isRecord(x) ? upperKeys(x as Record<string, unknown>) : x)), { MATCH: 1, COUNT: 1, TYPE: 1 }, ['COUNT']);
     return { args: push(['SCAN', arg('scan', 'the cursor', a[0])], o, ['MATCH', 'COUNT', 'TYPE']), transform: scanReply };
   },
 } satisfies Record<HelperId, Build>;
+
+/**
+ * SET's options object, by hand: `set(k, v, { EX })` is among the hottest calls, and the
+ * generic option reader costs several times the rest of the call.
+ */
+function setOptions(args: Arg[], o: Record<string, unknown>): Arg[] {
+  let expiry: string | undefined;
+  let ttl: Arg | undefined;
+  let nx = false, xx = false, keep = false, get = false;
+  for (const k in o) {
+    if (!Object.hasOwn(o, k)) continue;
+    const v = o[k];
+    if (v === undefined) continue;
+    switch (k) {
+      case 'EX': case 'PX': case 'EXAT': case 'PXAT':
+        if (expiry) throw usageError('set', `${expiry} and ${k} cannot be combined`);
+        expiry = k;
+        ttl = int('set', `option ${k}`, v);
+        break;
+      case 'NX': case 'XX': case 'KEEPTTL': case 'GET':
+        if (v !== true && v !== false) throw usageError('set', `option ${k} must be true or false (got ${typeof v})`);
+        if (k === 'NX') nx = v;
+        else if (k === 'XX') xx = v;
+        else if (k === 'KEEPTTL') keep = v;
+        else get = v;
+        break;
+      default:
+        knownKeys('set', o, Object.keys(SET_ARITY));
+    }
+  }
+  if (expiry && keep) throw usageError('set', `${expiry} and KEEPTTL cannot be combined`);
+  if (nx && xx) throw usageError('set', 'NX and XX cannot be combined');
+  if (expiry) args.push(expiry, ttl!);
+  if (nx) args.push('NX');
+  if (xx) args.push('XX');
+  if (keep) args.push('KEEPTTL');
+  if (get) args.push('GET');
+  return args;
+}
 
 /** `{ match, count, type }` (the documented spelling of ScanOptions) as option tokens. */
 function upperKeys(o: Record<string, unknown>): Record<string, unknown> {
@@ -372,9 +427,9 @@ function xgroup(a: unknown[]): CommandSpec {
 export type HelperName = keyof typeof TABLE;
 
 /** The helpers with trailing `undefined` arguments dropped first. */
-export const HELPERS: { readonly [K in HelperName]: Build } = Object.fromEntries(
-  Object.entries(TABLE).map(([name, build]) => [name, (...a: unknown[]) => (build as Build)(...trimmed(a))]),
-) as { [K in HelperName]: Build };
+export const HELPERS: { readonly [K in HelperName]: (...a: unknown[]) => CommandSpec } = Object.fromEntries(
+  Object.entries(TABLE).map(([name, build]) => [name, (...a: unknown[]) => (build as Build)(trimmed(a))]),
+) as { [K in HelperName]: (...a: unknown[]) => CommandSpec };
 
 /**
  * Installs every helper on a prototype. `run` receives the helper's spec and returns what the
@@ -382,16 +437,16 @@ export const HELPERS: { readonly [K in HelperName]: Build } = Object.fromEntries
  * the wrong way throws its TypeError synchronously on a batch, and rejects on a pool.
  */
 export function installHelpers(proto: object, run: string, reject = true): void {
-  for (const name of Object.keys(HELPERS) as HelperName[]) {
-    const build = HELPERS[name];
+  for (const name of Object.keys(TABLE) as HelperName[]) {
+    const build = TABLE[name] as Build;
     Object.defineProperty(proto, name, {
       configurable: true,
       writable: true,
       value: function (this: Record<string, (s: CommandSpec) => unknown>, ...a: unknown[]) {
-        if (!reject) return this[run]!(build(...a));
+        if (!reject) return this[run]!(build(trimmed(a)));
         let spec: CommandSpec;
         try {
-          spec = build(...a);
+          spec = build(trimmed(a));
         } catch (e) {
           return Promise.reject(e);
         }
