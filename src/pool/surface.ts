@@ -167,7 +167,7 @@ installHelpers(Runner.prototype, 'runSpec');
  * Gives `proto` the Runner's own methods `names`: they read only `dispatcher`, `callOptions`,
  * `keyPrefix` and `runSpec`, which pools and leases have too, so the code is shared.
  */
-function shareRunner(proto: object, names: ReadonlyArray<'hscanIterator' | 'sscanIterator' | 'zscanIterator' | 'script'>): void {
+function shareRunner(proto: object, names: ReadonlyArray<'scanIterator' | 'hscanIterator' | 'sscanIterator' | 'zscanIterator' | 'script'>): void {
   for (const name of names) Object.defineProperty(proto, name, { value: Runner.prototype[name], writable: true, configurable: true });
 }
 
@@ -457,9 +457,10 @@ export class Lease<S extends string | Buffer = string> {
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface Lease<S extends string | Buffer = string> extends Commands<S>, WithOverloads<S, 'lease'>, Scripting {}
+export interface Lease<S extends string | Buffer = string> extends Commands<S>, WithOverloads<S, 'lease'>, ScanIterators<S>, Scripting {}
 installHelpers(Lease.prototype, 'runSpec');
-shareRunner(Lease.prototype, ['script']);
+// On a lease the iterators walk the leased connection's node (one master of a cluster).
+shareRunner(Lease.prototype, ['scanIterator', 'hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);
 
 /** Borrows, runs `fn`, and always gives the connection back (destroyed if it broke). */
 export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T>, key: Arg | undefined, callOptions: CallOptions | undefined, open: () => void, keyPrefix?: KeyPrefixer): Promise<T> {

@@ -240,6 +240,17 @@ describe.each(PROTOCOLS)('protocol %i', (protocol) => {
       expect(zs.get('m7')).toBe(3.5);
     });
 
+    it('leases iterate too, on their own connection', async () => {
+      await p.sadd(k('lease-s'), ['a', 'b']);
+      const seen = await p.use(async (lease) => {
+        const out: string[] = [];
+        for await (const m of lease.sscanIterator(k('lease-s'))) out.push(m);
+        for await (const key of lease.scanIterator({ match: k('lease-s') })) out.push(key);
+        return out;
+      });
+      expect(seen.sort()).toEqual(['a', 'b', k('lease-s')].sort());
+    });
+
     it('refuses unknown iterator options', async () => {
       const it = p.hscanIterator(k('big-h'), { pattern: 'x' } as never);
       await expect(it.next()).rejects.toThrow(/hscanIterator\(key, \{ match, count \}\): unknown option "pattern"/);
