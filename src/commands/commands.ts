@@ -38,10 +38,15 @@ export type SetToken = 'EX' | 'PX' | 'EXAT' | 'PXAT' | 'NX' | 'XX' | 'KEEPTTL' |
 
 /** Options of GETEX: one expiry, or PERSIST to remove it. */
 export interface GetExOptions {
+  /** Expire after this many seconds. */
   EX?: number;
+  /** Expire after this many milliseconds. */
   PX?: number;
+  /** Expire at this Unix time in seconds. */
   EXAT?: number;
+  /** Expire at this Unix time in milliseconds. */
   PXAT?: number;
+  /** Remove the expiry. */
   PERSIST?: boolean;
 }
 
@@ -57,8 +62,11 @@ export interface ScanOptions {
 
 /** Options of ZRANGE (and, without BYSCORE/BYLEX/REV, ZRANGEBYSCORE). */
 export interface ZRangeOptions {
+  /** `start` and `stop` are scores (`'-inf'`, `'(1.5'` for exclusive). */
   BYSCORE?: boolean;
+  /** `start` and `stop` are lexicographic bounds (`'[a'`, `'(b'`, `'-'`, `'+'`). */
   BYLEX?: boolean;
+  /** Highest first (with BYSCORE/BYLEX, give the higher bound as `start`). */
   REV?: boolean;
   /** With BYSCORE or BYLEX: skip `offset` elements, return at most `count`. */
   LIMIT?: { offset: number; count: number };
@@ -82,6 +90,7 @@ export interface XAddOptions {
 
 /** Options of XREAD. */
 export interface XReadOptions {
+  /** At most this many entries per stream. */
   COUNT?: number;
   /** Block up to this many milliseconds (0 = forever) on an exclusive connection; the call's deadline is extended by it. */
   BLOCK?: number;
@@ -89,6 +98,7 @@ export interface XReadOptions {
 
 /** Options of XREADGROUP. */
 export interface XReadGroupOptions extends XReadOptions {
+  /** Do not add the entries to the pending list (no XACK needed). */
   NOACK?: boolean;
 }
 
@@ -144,15 +154,19 @@ export interface Commands<S extends string | Buffer = string, B = never> {
   pttl(key: Arg): HelperReturn<B, number | bigint>;
   /** INCR: the new value (a bigint beyond ±2^53). */
   incr(key: Arg): HelperReturn<B, number | bigint>;
+  /** INCRBY: the new value (a bigint beyond ±2^53). */
   incrby(key: Arg, increment: number | bigint): HelperReturn<B, number | bigint>;
   /** INCRBYFLOAT: the new value as a number (Redis computes in long double; the reply is rounded to a double). */
   incrbyfloat(key: Arg, increment: number | string): HelperReturn<B, number>;
+  /** DECR: the new value (a bigint beyond ±2^53). */
   decr(key: Arg): HelperReturn<B, number | bigint>;
+  /** DECRBY: the new value (a bigint beyond ±2^53). */
   decrby(key: Arg, decrement: number | bigint): HelperReturn<B, number | bigint>;
   /** MGET (keys or arrays of keys): values in key order, null for missing keys. */
   mget(...keys: Items): HelperReturn<B, Array<S | null>>;
   /** MSET k v [k v …], MSET({ k: v }) or MSET(Map). */
   mset(...pairs: Pairs): HelperReturn<B, 'OK'>;
+  /** HGET: the value of the field, or null. */
   hget(key: Arg, field: Arg): HelperReturn<B, S | null>;
   /** HSET key field value [field value …], or HSET key { field: value } / Map: number of new fields. */
   hset(key: Arg, ...pairs: Pairs): HelperReturn<B, number>;
@@ -160,29 +174,41 @@ export interface Commands<S extends string | Buffer = string, B = never> {
   hmget(key: Arg, ...fields: Items): HelperReturn<B, Array<S | null>>;
   /** HGETALL as a plain object. */
   hgetall(key: Arg): HelperReturn<B, Record<string, S>>;
+  /** HDEL (fields or arrays of fields): how many were removed. */
   hdel(key: Arg, ...fields: Items): HelperReturn<B, number>;
   /** HINCRBY: the new value (a bigint beyond ±2^53). */
   hincrby(key: Arg, field: Arg, increment: number | bigint): HelperReturn<B, number | bigint>;
+  /** HEXISTS as a boolean. */
   hexists(key: Arg, field: Arg): HelperReturn<B, boolean>;
+  /** LPUSH (values or arrays of values): the new length. */
   lpush(key: Arg, ...values: Items): HelperReturn<B, number>;
+  /** RPUSH (values or arrays of values): the new length. */
   rpush(key: Arg, ...values: Items): HelperReturn<B, number>;
   /** LPOP: a value, or null when empty; with a count, an array (or null). */
   lpop(key: Arg): HelperReturn<B, S | null>;
   lpop(key: Arg, count: number): HelperReturn<B, S[] | null>;
+  /** RPOP: a value, or null when empty; with a count, an array (or null). */
   rpop(key: Arg): HelperReturn<B, S | null>;
   rpop(key: Arg, count: number): HelperReturn<B, S[] | null>;
+  /** LRANGE: the elements from start to stop (inclusive; negative counts from the end). */
   lrange(key: Arg, start: number, stop: number): HelperReturn<B, S[]>;
   /** LREM: how many were removed. */
   lrem(key: Arg, count: number, element: Arg): HelperReturn<B, number>;
+  /** LINDEX: the element, or null out of range. */
   lindex(key: Arg, index: number): HelperReturn<B, S | null>;
+  /** LLEN: the length (0 for a missing key). */
   llen(key: Arg): HelperReturn<B, number>;
   /** BLPOP ...keys timeoutSeconds: [key, value], or null on timeout. The client deadline is extended by the timeout. */
   blpop(...keysAndTimeout: [...keys: Items, timeoutSeconds: number]): HelperReturn<B, [key: S, value: S] | null>;
+  /** SADD (members or arrays of members): how many were new. */
   sadd(key: Arg, ...members: Items): HelperReturn<B, number>;
+  /** SREM (members or arrays of members): how many were removed. */
   srem(key: Arg, ...members: Items): HelperReturn<B, number>;
   /** SMEMBERS as an array (RESP3 sets too). */
   smembers(key: Arg): HelperReturn<B, S[]>;
+  /** SCARD: the number of members. */
   scard(key: Arg): HelperReturn<B, number>;
+  /** SISMEMBER as a boolean. */
   sismember(key: Arg, member: Arg): HelperReturn<B, boolean>;
   /** ZADD key [NX|XX|GT|LT|CH|INCR …] score member [score member …], or ZADD key { member: score } / Map. */
   zadd(key: Arg, ...scoreMembers: [record: Record<string, number | string> | Map<Arg, number | string>] | Items): HelperReturn<B, number>;
@@ -198,7 +224,9 @@ export interface Commands<S extends string | Buffer = string, B = never> {
   zscore(key: Arg, member: Arg): HelperReturn<B, number | null>;
   /** ZINCRBY: the new score as a number. */
   zincrby(key: Arg, increment: number | string, member: Arg): HelperReturn<B, number>;
+  /** ZREM (members or arrays of members): how many were removed. */
   zrem(key: Arg, ...members: Items): HelperReturn<B, number>;
+  /** ZCARD: the number of members. */
   zcard(key: Arg): HelperReturn<B, number>;
   /** XADD key id { field: value } (or flat pairs, or a Map): the entry's ID; null with NOMKSTREAM on a missing stream. */
   xadd(key: Arg, id: Arg, fields: Record<string, Arg> | Map<Arg, Arg> | Arg[], options?: XAddOptions): HelperReturn<B, string | null>;
@@ -210,6 +238,7 @@ export interface Commands<S extends string | Buffer = string, B = never> {
   /** XREVRANGE (default '+' to '-'). */
   xrevrange(key: Arg, end?: Arg, start?: Arg, options?: { COUNT?: number }): HelperReturn<B, Array<StreamMessage<S>>>;
   xrevrange(key: Arg, end: Arg, start: Arg, ...tokens: Array<'COUNT' | number>): HelperReturn<B, Array<StreamMessage<S>>>;
+  /** XLEN: the number of entries. */
   xlen(key: Arg): HelperReturn<B, number>;
   /** XREAD: one { name, messages } per stream that had entries, or null (nothing arrived within BLOCK). */
   xread(streams: StreamsToRead, options?: XReadOptions): HelperReturn<B, Array<StreamMessages<S>> | null>;
@@ -228,8 +257,11 @@ export interface Commands<S extends string | Buffer = string, B = never> {
   xgroup(subcommand: 'DESTROY', key: Arg, group: Arg): HelperReturn<B, number>;
   xgroup(subcommand: 'CREATECONSUMER' | 'DELCONSUMER', key: Arg, group: Arg, consumer: Arg): HelperReturn<B, number>;
   xgroup(subcommand: 'CREATE' | 'SETID' | 'DESTROY' | 'CREATECONSUMER' | 'DELCONSUMER', key: Arg, group: Arg, ...rest: unknown[]): HelperReturn<B, 'OK' | number>;
+  /** PUBLISH: how many subscribers received it. */
   publish(channel: Arg, message: Arg): HelperReturn<B, number>;
+  /** EVAL script numKeys ...keys ...args (routed by its keys in a cluster); see also `script()`. */
   eval(script: string, numKeys: number, ...keysAndArgs: Items): HelperReturn<B, Reply>;
+  /** EVALSHA sha numKeys ...keys ...args; `script()` adds the fallback to EVAL on NOSCRIPT. */
   evalsha(sha: string, numKeys: number, ...keysAndArgs: Items): HelperReturn<B, Reply>;
   /** FCALL function numKeys ...keys ...args (routed by its keys in a cluster). */
   fcall(fn: string, numKeys: number, ...keysAndArgs: Items): HelperReturn<B, Reply>;
