@@ -1,7 +1,8 @@
 /**
  * pool.script(): EVALSHA first, EVAL when the server lost the script (a fresh server, SCRIPT
  * FLUSH, a promoted replica after a real Sentinel failover), never a second run of a script
- * that failed otherwise; batches send EVAL; views and leases work alike.
+ * that failed otherwise; batches send EVAL; views and leases work alike; keyPrefix in a
+ * SentinelPool (its cluster and standalone tests are in cluster-helpers / key-prefix).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisError, SentinelPool, StandalonePool } from '../../src/index.js';
@@ -97,6 +98,17 @@ describe('sentinel', () => {
   });
   afterAll(async () => {
     await topo?.stop();
+  });
+
+  it('keyPrefix applies in a SentinelPool too, script keys included', async () => {
+    const pool = await SentinelPool.create(topo.masterName, topo.sentinelAddresses, { keyPrefix: 'sp:' });
+    try {
+      expect(await pool.script(INCR_BY, { keys: 1 })('n', 2)).toBe(2);
+      expect(await sendCommand(pool.master(), ['GET', 'sp:n'])).toBe('2');
+      expect(await sendCommand(pool.master(), ['EXISTS', 'n'])).toBe(0);
+    } finally {
+      await pool.close();
+    }
   });
 
   it('after a real failover (SENTINEL FAILOVER) the promoted replica has no script cached; the script still works', async () => {
