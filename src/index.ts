@@ -1,6 +1,7 @@
 /**
  * redis-ha-pool: one pool API for a standalone Redis server, a Sentinel-managed master and a
  * Redis Cluster.
+ * @document ../docs/migrating.md
  * @packageDocumentation
  */
 export { StandalonePool, type StandaloneOptions, type StandaloneStats, type CommonOptions } from './standalone.js';
@@ -12,7 +13,7 @@ export type { ConnectionOptions } from './connection/options.js';
 export type { CredentialsProvider, Credentials, CredentialContext, CredentialRole } from './connection/credentials.js';
 export type {
   Commands, BatchCommands, ScanIterators, SetOptions, SetToken, GetExOptions, ScanOptions, ZRangeOptions, XAddOptions, XReadOptions, XReadGroupOptions,
-  StreamsToRead, HelperReturn,
+  StreamsToRead, HelperReturn, ArgList, ArgPairs,
 } from './commands/commands.js';
 export type { StreamMessage, StreamMessages } from './commands/replies.js';
 export type { Script, ScriptOptions } from './commands/script.js';
@@ -26,7 +27,9 @@ export { keySlot } from './cluster/slot.js';
 export { SentinelPool, type SentinelEvents, type SentinelStats, type FailoverEvent, type DetectedBy } from './sentinel/sentinel-pool.js';
 export type { SentinelOptions, NatMap } from './sentinel/options.js';
 export { ClusterPool, type ClusterEvents, type ClusterStats } from './cluster/cluster-pool.js';
-export type { ClusterOptions } from './cluster/options.js';
+export type { ClusterOptions, ReadFrom } from './cluster/options.js';
+export type { TopologyChange } from './cluster/topology.js';
+export type { BackoffOptions } from './pool/backoff.js';
 export type { ClusterNodeInfo } from './cluster/cluster-pool.js';
 export { RoleMismatchError } from './sentinel/discovery.js';
 export { Subscription, type PubSubMessage, type Listener, type SubscriptionEvents } from './pubsub/subscription.js';

@@ -18,6 +18,7 @@ export type { CommonOptions } from './pool/common-options.js';
 
 /** What `stats()` reports for a standalone pool. */
 export interface StandaloneStats extends NodePoolStats {
+  /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
   pubsub: PubSubStats;

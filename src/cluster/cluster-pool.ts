@@ -21,17 +21,45 @@ export interface ClusterEvents extends PoolEvents {
   /** A refresh changed the cluster: nodes added or removed (`host:port`), slots moved. */
   topology: [change: TopologyChange];
   /** A command got MOVED: `slot` now lives on `to` (the map was patched at once). */
-  moved: [info: { slot: number; from: NodeAddress; to: NodeAddress }];
+  moved: [
+    info: {
+      /** The hash slot. */
+      slot: number;
+      /** The node that answered MOVED. */
+      from: NodeAddress;
+      /** The node it named, now the slot's owner in the map. */
+      to: NodeAddress;
+    },
+  ];
   /** A command got ASK: it was sent again to `to` with ASKING (the map is unchanged). */
-  ask: [info: { slot: number; from: NodeAddress; to: NodeAddress }];
+  ask: [
+    info: {
+      /** The hash slot being migrated. */
+      slot: number;
+      /** The node that answered ASK (the slot's owner). */
+      from: NodeAddress;
+      /** The node importing the slot. */
+      to: NodeAddress;
+    },
+  ];
   /** A node failed: a connection was lost or could not be made, or a refresh failed there. */
-  'node-error': [info: { address: NodeAddress; error: Error }];
+  'node-error': [
+    info: {
+      /** The node. */
+      address: NodeAddress;
+      /** What failed. */
+      error: Error;
+    },
+  ];
 }
 
 /** One node as `nodes()` and `stats()` report it. */
 export interface ClusterNodeInfo extends NodeAddress {
+  /** The node's role in the slot map. */
   role: 'master' | 'replica';
+  /** As `CLUSTER SHARDS` reports it (`'unknown'` when the map came from `CLUSTER SLOTS`); reads avoid `loading` and `failed` nodes. */
   health: 'online' | 'loading' | 'failed' | 'unknown';
+  /** The node's cluster id, when the map reported one. */
   id?: string;
 }
 
@@ -46,11 +74,23 @@ export interface ClusterStats {
   /** Per node pool: lanes and exclusive pool sizes. */
   pools: NodePoolStats[];
   /** Redirections and retries followed so far. */
-  redirects: { moved: number; ask: number; tryagain: number; clusterdown: number; connection: number };
+  redirects: {
+    /** MOVED replies followed. */
+    moved: number;
+    /** ASK replies followed. */
+    ask: number;
+    /** TRYAGAIN replies retried. */
+    tryagain: number;
+    /** CLUSTERDOWN replies retried. */
+    clusterdown: number;
+    /** Retries after a connection error. */
+    connection: number;
+  };
   /** Slot map refreshes run so far (the initial load included). */
   refreshes: number;
   /** Whether the server's COMMAND table was loaded (else the built-in one is used). */
   liveCommandTable: boolean;
+  /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`/`ssubscribe()`. */
   pubsub: PubSubStats;

@@ -75,13 +75,17 @@ export function scanReply(r: Reply): [cursor: string, items: Reply[]] {
 
 /** One stream entry: its ID and fields (null when the entry was deleted while pending, in XREADGROUP history). */
 export interface StreamMessage<S extends string | Buffer = string> {
+  /** The entry's ID (`<ms>-<seq>`). */
   id: string;
+  /** Its fields and values; null for an entry deleted while pending (XREADGROUP history). */
   message: Record<string, S> | null;
 }
 
 /** The entries one stream answered in XREAD / XREADGROUP. */
 export interface StreamMessages<S extends string | Buffer = string> {
+  /** The stream's key. */
   name: string;
+  /** Its entries, oldest first. */
   messages: Array<StreamMessage<S>>;
 }
 

@@ -27,9 +27,11 @@ export interface Script {
   (...keysAndArgs: Arg[]): Promise<Reply>;
   /** SHA1 of the source, computed locally. */
   readonly sha: string;
+  /** The Lua source, sent by EVAL after NOSCRIPT and by `batch.runScript()`. */
   readonly source: string;
   /** How many leading arguments are keys. */
   readonly keys: number;
+  /** Sent as EVALSHA_RO / EVAL_RO. */
   readonly readOnly: boolean;
 }
 

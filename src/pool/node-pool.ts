@@ -32,10 +32,34 @@ interface LaneSlot {
 
 /** A snapshot of one node pool. */
 export interface NodePoolStats {
+  /** The node these connections go to (for a Sentinel pool: the current master). */
   address: NodeAddress;
+  /** Bumped by every target swap (a Sentinel failover); connections of older generations are discarded. */
   generation: number;
-  lanes: { connected: number; total: number; pending: number };
-  exclusive: { size: number; available: number; borrowed: number; waiting: number; max: number; min: number };
+  /** The multiplexed connections behind `call()` and the helpers. */
+  lanes: {
+    /** Lanes connected now. */
+    connected: number;
+    /** Lanes configured (`pool.lanes`). */
+    total: number;
+    /** Commands written or queued on the lanes and not yet answered. */
+    pending: number;
+  };
+  /** The exclusive connections of `use()`, `multi()` and blocking commands. */
+  exclusive: {
+    /** Exclusive connections open (idle and borrowed). */
+    size: number;
+    /** Idle ones, ready to lend. */
+    available: number;
+    /** Lent out now. */
+    borrowed: number;
+    /** Callers waiting for one. */
+    waiting: number;
+    /** `pool.max`. */
+    max: number;
+    /** `pool.min`. */
+    min: number;
+  };
 }
 
 /**

@@ -18,9 +18,25 @@ export type BatchResult = Array<Reply | Error>;
 /** Events every pool emits. `error` is informational: failures always reach callers as rejections. */
 export interface PoolEvents {
   /** A connection passed its handshake. */
-  connect: [info: { address: NodeAddress; connectionId: number }];
+  connect: [
+    info: {
+      /** The node connected to. */
+      address: NodeAddress;
+      /** Unique per process; the same id appears in the connection's `close` event. */
+      connectionId: number;
+    },
+  ];
   /** A connection closed; `error` is undefined when the pool closed it on purpose. */
-  close: [info: { address: NodeAddress; connectionId: number; error: Error | undefined }];
+  close: [
+    info: {
+      /** The node the connection went to. */
+      address: NodeAddress;
+      /** The id its `connect` event carried. */
+      connectionId: number;
+      /** Why it closed; undefined when the pool closed it on purpose. */
+      error: Error | undefined;
+    },
+  ];
   /** Something failed in the background (a reconnect, a refresh). */
   error: [error: Error];
 }
@@ -212,9 +228,13 @@ export function sendOptions(call: ResolvedCall): SendOptions {
  * true`, strings with `false`, and as before (`S`) when the option is not given.
  */
 export interface WithOverloads<S extends string | Buffer, V extends 'view' | 'lease'> {
+  /** The same commands with these options merged in; bulk strings come back (and are typed) as Buffers. */
   with(options: CallOptions & { returnBuffers: true }): V extends 'view' ? CommandView<Buffer> : Lease<Buffer>;
+  /** The same commands with these options merged in; bulk strings come back as strings. */
   with(options: CallOptions & { returnBuffers: false }): V extends 'view' ? CommandView<string> : Lease<string>;
+  /** The same commands with these options merged in; replies keep this view's type. */
   with(options: CallOptions & { returnBuffers?: undefined }): V extends 'view' ? CommandView<S> : Lease<S>;
+  /** The same commands with these options merged in (`returnBuffers` not known until run time). */
   with(options: CallOptions): V extends 'view' ? CommandView<string | Buffer> : Lease<string | Buffer>;
 }
 
@@ -498,12 +518,17 @@ export async function runBatchOn(conn: Connection, cmds: Arg[][], call: Resolved
     throw exec;
   }
   if (exec === null) return null;
-  return (exec as Reply[]).map((r) => r as Reply | Error);
+  // A command failing inside EXEC is an element of EXEC's reply, not a reply of its own, so the
+  // connection did not stamp it: name the node, as for any other command's error.
+  return (exec as Reply[]).map((r) => {
+    if (r instanceof RedisError && r.address === undefined) r.address = conn.address;
+    return r as Reply | Error;
+  });
 }
 
 /**
  * The public pool: commands, views, batches, leases and events. Each mode supplies its
- * {@link Dispatcher} and its close/stats.
+ * dispatcher (how commands reach nodes) and its close/stats.
  */
 export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends EventEmitter<Events> {
   protected closed = false;

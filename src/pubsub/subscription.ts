@@ -22,9 +22,23 @@ export interface SubscriptionEvents {
    * dropped connection, a failover, a slot that moved). Redis pub/sub is at-most-once:
    * messages published during the `gapMs` before this event are lost.
    */
-  resubscribed: [info: { channels: string[]; reason: string; gapMs: number }];
+  resubscribed: [
+    info: {
+      /** The channels (or patterns) subscribed again. */
+      channels: string[];
+      /** What made the old subscription untrustworthy. */
+      reason: string;
+      /** Milliseconds without a subscription: messages published then were not received. */
+      gapMs: number;
+    },
+  ];
   /** The async iterator's buffer overflowed and `count` of the oldest messages were dropped. */
-  dropped: [info: { count: number }];
+  dropped: [
+    info: {
+      /** Messages dropped. */
+      count: number;
+    },
+  ];
   /** A listener threw, or resubscribing keeps failing (it is retried with the reconnect backoff). */
   error: [error: Error];
 }

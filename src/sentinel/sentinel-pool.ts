@@ -21,9 +21,13 @@ export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect';
 
 /** Emitted once per master switch, after the pool points at the new master and no command can reach the old one. */
 export interface FailoverEvent {
+  /** The monitored master's name, as given to `create()`. */
   masterName: string;
+  /** The old master. */
   from: NodeAddress;
+  /** The new master, verified with ROLE; commands go here from now on. */
   to: NodeAddress;
+  /** What noticed the switch: a sentinel message, the periodic poll, a READONLY reply, or a reconnect. */
   detectedBy: DetectedBy;
   /** Epoch ms of the switch. */
   at: number;
@@ -31,32 +35,104 @@ export interface FailoverEvent {
 
 /** Events of a {@link SentinelPool}. */
 export interface SentinelEvents extends PoolEvents {
+  /** The pool moved to a new master: once per switch, after no command can reach the old one. */
   failover: [event: FailoverEvent];
   /** A sentinel announced a failover of our master: writes are held (the write fence). */
-  'failover-start': [info: { masterName: string; master: NodeAddress; event: string; at: number }];
+  'failover-start': [
+    info: {
+      /** The monitored master's name. */
+      masterName: string;
+      /** The master being failed over (writes to it are held). */
+      master: NodeAddress;
+      /** The sentinel message that engaged the fence, e.g. `+try-failover`. */
+      event: string;
+      /** Epoch ms. */
+      at: number;
+    },
+  ];
   /** The announced failover aborted or timed out: held commands go back to the old master. */
-  'failover-abort': [info: { masterName: string; master: NodeAddress; reason: string; at: number }];
-  'sentinel-up': [info: { address: NodeAddress; reconnected: boolean }];
-  'sentinel-down': [info: { address: NodeAddress; error: Error }];
+  'failover-abort': [
+    info: {
+      /** The monitored master's name. */
+      masterName: string;
+      /** The master that keeps its role; held commands go back to it. */
+      master: NodeAddress;
+      /** Why the fence was released (an abort message, `fenceTimeout`, the leader reported down). */
+      reason: string;
+      /** Epoch ms. */
+      at: number;
+    },
+  ];
+  /** A subscriber loop connected to a sentinel and subscribed. */
+  'sentinel-up': [
+    info: {
+      /** The sentinel. */
+      address: NodeAddress;
+      /** False the first time, true after a lost connection came back. */
+      reconnected: boolean;
+    },
+  ];
+  /** A subscriber loop lost (or could not reach) its sentinel; it reconnects with backoff. */
+  'sentinel-down': [
+    info: {
+      /** The sentinel. */
+      address: NodeAddress;
+      /** What failed. */
+      error: Error;
+    },
+  ];
   /** A sentinel refused SUBSCRIBE (ACL); it is polled instead. Emitted once per sentinel. */
-  'sentinel-polling': [info: { address: NodeAddress; error: Error }];
+  'sentinel-polling': [
+    info: {
+      /** The sentinel. */
+      address: NodeAddress;
+      /** The refusal (typically `NOPERM`). */
+      error: Error;
+    },
+  ];
   /** A subscriber loop waits `delay` ms before reconnecting (attempt counts from 0). */
-  'sentinel-reconnect': [info: { address: NodeAddress; delay: number; attempt: number }];
+  'sentinel-reconnect': [
+    info: {
+      /** The sentinel. */
+      address: NodeAddress;
+      /** Milliseconds until the next try (exponential backoff with jitter, see `resubscribe`). */
+      delay: number;
+      /** Failed tries so far, from 0. */
+      attempt: number;
+    },
+  ];
 }
 
 /** What `stats()` reports. */
 export interface SentinelStats extends NodePoolStats {
+  /** The monitored master's name. */
   masterName: string;
+  /** The `role` option: whom commands go to. */
   role: 'master' | 'replica';
+  /** The verified master. */
   master: NodeAddress;
   /** 'open' when commands flow; 'held' while a switch is in progress. */
   gate: 'open' | 'held';
+  /** True while the write fence holds writes (a failover was announced and has not completed). */
   fenced: boolean;
+  /** Commands held now (bounded by `maxQueued`). */
   queued: number;
+  /** Master switches since `create()`. */
   switches: number;
+  /** Master re-checks (sentinel query plus ROLE) since `create()`. */
   refreshes: number;
-  sentinels: Array<{ address: NodeAddress; connected: boolean; polling: boolean }>;
+  /** Every sentinel known (given and discovered). */
+  sentinels: Array<{
+    /** The sentinel. */
+    address: NodeAddress;
+    /** Whether its subscriber loop is connected. */
+    connected: boolean;
+    /** Whether it refused SUBSCRIBE and is polled instead. */
+    polling: boolean;
+  }>;
+  /** Healthy replicas (for `role: 'replica'`). */
   replicas: NodeAddress[];
+  /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
   pubsub: PubSubStats;
