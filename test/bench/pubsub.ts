@@ -9,13 +9,19 @@
  *   sends 1,000 sequenced messages/s; per client, the time from the cut to the first message
  *   received again, and how many messages it missed.
  *
+ * - Sentinel failover: the same with `SENTINEL FAILOVER` instead of a cut, each client in its
+ *   Sentinel mode, the publisher a SentinelPool (it moves to the new master at the switch);
+ *   the time from the failover command to the first message published on the new master that
+ *   the client receives.
+ *
  * Environment: BENCH_MESSAGES (default 200000), BENCH_ROUNDS (default 3; medians are shown).
  */
 import net from 'node:net';
 import { Redis } from 'ioredis';
-import { createClient } from 'redis';
-import { StandalonePool } from '../../src/index.js';
-import { startStandalone } from '../support/topology.js';
+import { createClient, createSentinel } from 'redis';
+import { SentinelPool, StandalonePool } from '../../src/index.js';
+import { waitSettled } from '../support/sentinel-helpers.js';
+import { startSentinel, startStandalone, type SentinelTopology } from '../support/topology.js';
 import { envInt, fmtInt, installCleanupHandlers, markdownTable, median, systemInfo } from './lib.js';
 
 const MESSAGES = envInt('BENCH_MESSAGES', 200_000);
@@ -172,6 +178,68 @@ async function resubscribe(port: number, makers: Array<(port: number) => Promise
   });
 }
 
+interface FailoverSubscriber {
+  label: string;
+  close(): Promise<void>;
+}
+
+/** Subscribes each client in its Sentinel mode; `onMessage(i, seq)` per message. */
+async function sentinelSubscribers(topo: SentinelTopology, onMessage: (i: number, seq: number) => void): Promise<FailoverSubscriber[]> {
+  const sentinels = topo.sentinelAddresses.map((a) => ({ host: a.host, port: a.port }));
+  const ourPool = await SentinelPool.create(topo.masterName, topo.sentinelAddresses);
+  await ourPool.subscribe('fo-ch', (m) => onMessage(0, Number(m)));
+  const io = new Redis({ sentinels, name: topo.masterName, lazyConnect: true });
+  await io.connect();
+  io.on('message', (_c: string, m: string) => onMessage(1, Number(m)));
+  await io.subscribe('fo-ch');
+  const nr = createSentinel({ name: topo.masterName, sentinelRootNodes: sentinels });
+  nr.on('error', () => {});
+  await nr.connect();
+  await nr.subscribe('fo-ch', (m: string) => onMessage(2, Number(m)));
+  return [
+    { label: 'redis-ha-pool (SentinelPool)', close: () => ourPool.close() },
+    { label: 'ioredis 6 (sentinels)', close: async () => { io.disconnect(); } },
+    { label: 'node-redis 6.3 (createSentinel)', close: async () => { await nr.close(); } },
+  ];
+}
+
+async function sentinelFailoverRound(topo: SentinelTopology): Promise<Array<{ label: string; ms: number; missed: number }>> {
+  await waitSettled(topo, 2);
+  const seen = [new Set<number>(), new Set<number>(), new Set<number>()];
+  const firstAt = [0, 0, 0];
+  let switchSeq = Infinity;
+  const subs = await sentinelSubscribers(topo, (i, seq) => {
+    seen[i]!.add(seq);
+    if (firstAt[i] === 0 && seq >= switchSeq) firstAt[i] = Date.now();
+  });
+  const publisher = await SentinelPool.create(topo.masterName, topo.sentinelAddresses, { commandTimeout: 20_000, queueTimeout: 20_000 });
+  let seq = 0;
+  let stop = false;
+  publisher.once('failover', () => { switchSeq = seq; });
+  const publishing = (async () => {
+    while (!stop) {
+      await publisher.publish('fo-ch', String(seq++)).catch(() => {});
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 500));
+  const at = Date.now();
+  const seqAtCommand = seq;
+  await topo.sentinels[0]!.cli('SENTINEL', 'FAILOVER', topo.masterName);
+  const deadline = Date.now() + 30_000;
+  while (firstAt.some((t) => t === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  stop = true;
+  await publishing;
+  const end = seq;
+  await publisher.close();
+  await Promise.all(subs.map((s) => s.close()));
+  return subs.map((s, i) => {
+    let missed = 0;
+    for (let q = seqAtCommand; q < end; q++) if (!seen[i]!.has(q)) missed++;
+    return { label: s.label, ms: firstAt[i] === 0 ? Infinity : firstAt[i]! - at, missed };
+  });
+}
+
 async function main(): Promise<void> {
   installCleanupHandlers();
   const info = systemInfo();
@@ -210,6 +278,23 @@ async function main(): Promise<void> {
       [...resub].map(([label, e]) => [label, median(e.ms).toFixed(0), String(median(e.missed))]), ['left', 'right', 'right']));
   } finally {
     await topo.stop();
+  }
+  const stopo = await startSentinel({ replicas: 2, downAfterMs: 1000, failoverTimeoutMs: 5000 });
+  try {
+    const fo: Map<string, { ms: number[]; missed: number[] }> = new Map();
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const x of await sentinelFailoverRound(stopo)) {
+        const e = fo.get(x.label) ?? { ms: [], missed: [] };
+        e.ms.push(x.ms);
+        e.missed.push(x.missed);
+        fo.set(x.label, e);
+      }
+    }
+    console.log('\nSENTINEL FAILOVER, publisher (a SentinelPool) at ~1,000 msg/s (medians; "none" = no message from the new master within 30 s):\n');
+    console.log(markdownTable(['subscriber', 'first message from the new master after (ms)', 'messages missed'],
+      [...fo].map(([label, e]) => [label, Number.isFinite(median(e.ms)) ? median(e.ms).toFixed(0) : 'none', String(median(e.missed))]), ['left', 'right', 'right']));
+  } finally {
+    await stopo.stop();
   }
 }
 
