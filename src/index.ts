@@ -8,6 +8,7 @@ export { StandalonePool, type StandaloneOptions, type StandaloneStats, type Comm
 export { BasePool, Batch, CommandView, Lease, type BatchResult, type PoolEvents, type WithOverloads } from './pool/surface.js';
 export type { CallOptions } from './pool/call-options.js';
 export type { PoolOptions } from './pool/options.js';
+export type { DurabilityOptions, DurabilityStats } from './pool/durability.js';
 export type { NodePoolStats } from './pool/node-pool.js';
 export type { ConnectionOptions } from './connection/options.js';
 export type { CredentialsProvider, Credentials, CredentialContext, CredentialRole } from './connection/credentials.js';
@@ -19,7 +20,7 @@ export type { StreamMessage, StreamMessages } from './commands/replies.js';
 export type { Script, ScriptOptions } from './commands/script.js';
 export type { Address, Arg, NodeAddress, Reply } from './types.js';
 export {
-  RedisError, ConnectionError, UncertainWriteError, AuthenticationError, NodeUnreachableError, TimeoutError, ProtocolError, PoolClosedError,
+  RedisError, ConnectionError, UncertainWriteError, DurabilityError, AuthenticationError, NodeUnreachableError, TimeoutError, ProtocolError, PoolClosedError,
   QueueFullError, SlowConsumerError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
   type RedirectAttempt,
 } from './errors.js';

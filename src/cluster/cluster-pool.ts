@@ -6,7 +6,8 @@ import { KeyPrefixer } from '../commands/key-prefix.js';
 import { prefixedScan } from '../commands/scan-iterators.js';
 import type { NodePool, NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
-import { BasePool, resolveCall, type PoolEvents } from '../pool/surface.js';
+import type { DurabilityStats } from '../pool/durability.js';
+import { BasePool, resolveCall, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import type { Address, NodeAddress } from '../types.js';
 import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
 import { resolveClusterOptions, type ClusterOptions, type ResolvedClusterOptions } from './options.js';
@@ -15,6 +16,8 @@ import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
 import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
 import type { Arg } from '../types.js';
 import { clusterPlacement } from './cluster-pubsub.js';
+import { ClientCache, type CacheStats } from '../cache/client-cache.js';
+import { keySlot, SLOT_COUNT } from './slot.js';
 
 /** Events of a {@link ClusterPool}. */
 export interface ClusterEvents extends PoolEvents {
@@ -90,10 +93,14 @@ export interface ClusterStats {
   refreshes: number;
   /** Whether the server's COMMAND table was loaded (else the built-in one is used). */
   liveCommandTable: boolean;
+  /** Durable acknowledgements over every master (all zero while `durability` is off). */
+  durability: DurabilityStats;
   /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`/`ssubscribe()`. */
   pubsub: PubSubStats;
+  /** The client-side cache's counters, when `cache` is on. */
+  cache?: CacheStats;
 }
 
 /**
@@ -132,11 +139,15 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   private readonly redirects = { moved: 0, ask: 0, tryagain: 0, clusterdown: 0, connection: 0 };
   private closing: Promise<void> | undefined;
   private hub: PubSubHub | undefined;
+  private readonly cache: ClientCache | undefined;
 
   private constructor(o: ResolvedClusterOptions) {
     super();
     this.o = o;
+    const cache = o.cache ? new ClientCache(o.cache, keySlot) : undefined;
+    this.cache = cache;
     this.topology = new Topology(o, {
+      ...(cache ? { onConnection: (c: Connection) => cache.attach(c) } : {}),
       onChange: (change) => this.emit('topology', change),
       onNodeError: (address, error) => {
         if (!this.closed) this.emit('node-error', { address: { host: address.host, port: address.port }, error });
@@ -163,6 +174,34 @@ export class ClusterPool extends BasePool<ClusterEvents> {
     this.dispatcher = new ClusterDispatcher(host);
     // The router's own registry: a live COMMAND table loaded later serves both.
     if (o.keyPrefix) this.keyPrefix = new KeyPrefixer(o.keyPrefix, this.registry);
+    if (cache) {
+      (this.dispatcher as Dispatcher).cache = cache;
+      this.watchSlotsForCache(cache);
+    }
+  }
+
+  /**
+   * A slot that moved away from a node is no longer tracked by the node that will be asked
+   * about it: its entries go, at every map change (MOVED patch, refresh, failover).
+   */
+  private watchSlotsForCache(cache: ClientCache): void {
+    let before = this.topology.map;
+    const watch = (): void => {
+      this.topology.changed.addEventListener('abort', () => {
+        if (this.closed) return;
+        const after = this.topology.map;
+        if (cache.size > 0) {
+          const moved = new Set<number>();
+          for (let slot = 0; slot < SLOT_COUNT; slot++) {
+            if (before.shardForSlot(slot)?.master.key !== after.shardForSlot(slot)?.master.key) moved.add(slot);
+          }
+          cache.flushGroups(moved, 'slot-moved');
+        }
+        before = after;
+        watch();
+      }, { once: true });
+    };
+    watch();
   }
 
   private watchPool(pool: NodePool): void {
@@ -289,8 +328,10 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       redirects: { ...this.redirects },
       refreshes: this.topology.refreshes,
       liveCommandTable: this.registry.hasLiveTable,
+      durability: this.o.durabilityCounters.snapshot(),
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
+      ...(this.cache ? { cache: this.cache.stats() } : {}),
     };
   }
 

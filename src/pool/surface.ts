@@ -11,6 +11,8 @@ import { bindScript, defineScript, ScriptDefinition, type Script, type ScriptOpt
 import { PoolClosedError, RedisError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
+import { YIELD, type ClientCache } from '../cache/client-cache.js';
+import { effectiveDurability, isDurableWrite, type Durability, type DurabilityCounters } from './durability.js';
 
 /** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
 export type BatchResult = Array<Reply | Error>;
@@ -60,6 +62,24 @@ export interface Dispatcher {
   lease(key: Arg | undefined, args?: readonly Arg[], deadline?: number): Promise<LeaseHandle>;
   /** Default deadline of a call in ms (0 = none). */
   readonly commandTimeout: number;
+  /**
+   * The pool's `durability` (undefined = off, and always for dispatchers that only read, such as
+   * Sentinel `role: 'replica'`: a WAIT never goes to a replica).
+   */
+  readonly durability?: Durability | undefined;
+  /** True when this dispatcher talks to replicas only: no call's `durability` applies (WAIT there would fail). */
+  readonly replicasOnly?: boolean;
+  /** Where a call's own `with({ durability })` is counted (the pool's stats), also while the pool's is off. */
+  readonly durabilityCounters?: DurabilityCounters;
+  /** The pool's client-side cache, when `cache` is on (`call()` and the helpers go through it). */
+  cache?: ClientCache;
+}
+
+/** Commands sent around the client-side cache drop the entries of the keys they write. */
+function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
+  const cache = d.cache;
+  if (cache !== undefined) for (const c of cmds) cache.noteWrite(c);
+  return cmds;
 }
 
 /** Builds the resolved options of one call. */
@@ -75,7 +95,15 @@ export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs
     blocking,
     budget,
     patience: o?.timeout !== undefined ? budget : 0,
+    durability: o?.durability === undefined || d.replicasOnly ? d.durability : effectiveDurability(d.durability, o.durability, d.durabilityCounters),
+    durable: undefined,
   };
+}
+
+/** Marks `call` as the call of a durable write when it asks for durability and `args` writes. */
+export function markDurable(call: ResolvedCall, args: readonly Arg[]): ResolvedCall {
+  if (call.durability !== undefined && isDurableWrite(args)) call.durable = call.durability;
+  return call;
 }
 
 function applyTransform(spec: CommandSpec, value: Reply): unknown {
@@ -110,6 +138,23 @@ abstract class Runner<S extends string | Buffer = string> {
       return Promise.reject(e);
     }
     const args = this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args;
+    const cache = this.dispatcher.cache;
+    if (cache !== undefined) {
+      const o = this.callOptions;
+      if (o !== undefined && (o.cache === false || o.returnBuffers === true)) cache.noteWrite(args);
+      else {
+        const r = cache.run(args, () => this.dispatcher.dispatch(args, resolveCall(this.dispatcher, o, undefined)));
+        if (r === YIELD) return cache.nextTurn().then(() => this.runSpec(spec));
+        if (r instanceof Promise) return spec.transform ? r.then(spec.transform) : r;
+        if (r !== undefined) {
+          try {
+            return Promise.resolve(spec.transform ? spec.transform(r) : r);
+          } catch (e) {
+            return Promise.reject(e);
+          }
+        }
+      }
+    }
     const kind = commandKind(args[0]!);
     if (kind === 'subscribe') {
       return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
@@ -120,7 +165,7 @@ abstract class Runner<S extends string | Buffer = string> {
     } catch (e) {
       return Promise.reject(e);
     }
-    const call = resolveCall(this.dispatcher, this.callOptions, block);
+    const call = markDurable(resolveCall(this.dispatcher, this.callOptions, block), args);
     if (spec.deadline) call.deadline = spec.deadline;
     if (block !== undefined) {
       return abortable(this.dispatcher.lease(undefined, args, call.deadline), call.signal, (h) => h.release()).then(async (h) => {
@@ -137,12 +182,12 @@ abstract class Runner<S extends string | Buffer = string> {
 
   /** Queues commands and sends them in one write; `exec()` gives each command's value or error, in order. */
   pipeline(): Batch<BatchResult> {
-    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen(), this.keyPrefix);
+    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen(), this.keyPrefix);
   }
 
   /** MULTI/EXEC on one exclusive connection; `exec()` resolves to the results, or null if a WATCH aborted it. */
   multi(): Batch<BatchResult | null> {
-    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen(), this.keyPrefix);
+    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen(), this.keyPrefix);
   }
 
   /**
@@ -216,6 +261,18 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, discard: (
       },
     );
   });
+}
+
+/**
+ * Send options per command of a batch sent with `call`: a write carries the call's durability
+ * (the connection appends one WAIT to the flush, so the whole batch costs one replication round
+ * trip); anything else, or `undefined` (MULTI, ASKING), does not.
+ */
+export function batchSendOptions(call: ResolvedCall): (args: readonly Arg[] | undefined) => SendOptions {
+  const plain = sendOptions(call.durable === undefined ? call : { ...call, durable: undefined });
+  if (call.durability === undefined) return () => plain;
+  const durable = sendOptions({ ...call, durable: call.durability });
+  return (args) => (args !== undefined && isDurableWrite(args) ? durable : plain);
 }
 
 /** Send options of one call: a resolved call already has the shape a connection reads (absolute deadline included). */
@@ -344,6 +401,8 @@ interface LeaseState {
   /** MULTI without EXEC/DISCARD, SELECT, CLIENT …, HELLO, AUTH, RESET: the connection is closed instead of reused. */
   dirty: boolean;
   inMulti: boolean;
+  /** A write was queued in the open MULTI: its EXEC needs a WAIT (with durability on). */
+  multiWrites: boolean;
 }
 
 /** Notes the connection state a command leaves behind (upper-cased name). */
@@ -372,7 +431,7 @@ export class Lease<S extends string | Buffer = string> {
     private readonly conn: Connection,
     private readonly dispatcher: Dispatcher,
     private readonly callOptions: CallOptions | undefined,
-    private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false },
+    private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false, multiWrites: false },
     private readonly keyPrefix: KeyPrefixer | undefined = undefined,
   ) {}
 
@@ -413,11 +472,27 @@ export class Lease<S extends string | Buffer = string> {
       return Promise.reject(e);
     }
     const args = this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args;
+    const inMulti = this.state.inMulti;
     track(this.state, args);
     const call = resolveCall(this.dispatcher, this.callOptions, block);
     if (spec.deadline) call.deadline = spec.deadline;
+    this.dispatcher.cache?.noteWrite(args);
+    if (call.durability !== undefined) this.markLeaseDurable(call, args, inMulti);
     const p = this.conn.send(args, sendOptions(call));
     return spec.transform ? p.then(spec.transform) : p;
+  }
+
+  /**
+   * With durability, a lease's writes get their WAIT like any other: a write sent on its own,
+   * or the EXEC of a MULTI that queued writes (inside the transaction a WAIT would be queued too).
+   */
+  private markLeaseDurable(call: ResolvedCall, args: readonly Arg[], inMulti: boolean): void {
+    const name = String(args[0]).toUpperCase();
+    if (name === 'MULTI') this.state.multiWrites = false;
+    else if (!inMulti) markDurable(call, args);
+    else if (name === 'EXEC') {
+      if (this.state.multiWrites) call.durable = call.durability;
+    } else if (isDurableWrite(args)) this.state.multiWrites = true;
   }
 
   /** This lease with per-call options. */
@@ -443,7 +518,7 @@ export class Lease<S extends string | Buffer = string> {
       // EXEC (or its failure) ends the transaction and every WATCH.
       this.state.watched = false;
     }
-    return runBatchOn(this.conn, cmds, call, transaction);
+    return runBatchOn(this.conn, noteWrites(this.dispatcher, cmds), call, transaction);
   }
 
   /**
@@ -504,9 +579,13 @@ export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T
  * and maps EXEC's reply back to the commands (null when WATCH aborted it).
  */
 export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
-  const opts = sendOptions(call);
-  if (!transaction) return Promise.all(cmds.map((c) => settle(conn.send(c, opts))));
-  const all = await Promise.all([settle(conn.send(['MULTI'], opts)), ...cmds.map((c) => settle(conn.send(c, opts))), settle(conn.send(['EXEC'], opts))]);
+  const optsFor = batchSendOptions(call);
+  const opts = optsFor(undefined);
+  if (!transaction) return Promise.all(cmds.map((c) => settle(conn.send(c, optsFor(c)))));
+  // A transaction's writes are applied by EXEC: it carries the WAIT.
+  const write = cmds.find((c) => optsFor(c) !== opts);
+  const execOpts = write === undefined ? opts : optsFor(write);
+  const all = await Promise.all([settle(conn.send(['MULTI'], opts)), ...cmds.map((c) => settle(conn.send(c, opts))), settle(conn.send(['EXEC'], execOpts))]);
   const multi = all[0];
   if (multi instanceof Error) throw multi;
   const exec = all[all.length - 1];
