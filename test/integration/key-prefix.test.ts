@@ -74,6 +74,19 @@ describe('keyPrefix option', () => {
     expect(await app.pipeline().runScript(incr, 'counter', 1).exec()).toEqual([4]);
   });
 
+  it('with the client-side cache: entries are held under the prefixed name, so a write by another client invalidates them', async () => {
+    const app = await pool({ keyPrefix: 'kpc:', protocol: 3, cache: {} });
+    const raw = await pool();
+    await raw.set('kpc:k', 'one');
+    expect(await app.get('k')).toBe('one');
+    expect(await app.get('k')).toBe('one');
+    expect(app.stats().cache).toMatchObject({ hits: 1, misses: 1 });
+    await raw.set('kpc:k', 'two');
+    // The invalidation is ordered before the PONG on the tracking connection.
+    await app.call('PING');
+    expect(await app.get('k')).toBe('two');
+  });
+
   it('scanIterator walks only the prefix and yields keys without it; match applies after the prefix', async () => {
     const app = await pool({ keyPrefix: 'kps[1]:', db: 3 });
     const raw = await pool({ db: 3 });
