@@ -6,6 +6,8 @@ import { LaneDispatcher } from './pool/lane-dispatcher.js';
 import { NodePool, type NodePoolStats } from './pool/node-pool.js';
 import type { DurabilityCounters, DurabilityStats } from './pool/durability.js';
 import { BasePool, type Dispatcher, type PoolEvents } from './pool/surface.js';
+import { CommandRegistry } from './commands/command-table.js';
+import { KeyPrefixer } from './commands/key-prefix.js';
 import type { Address, NodeAddress } from './types.js';
 import { PubSubHub, type PubSubStats } from './pubsub/hub.js';
 import { ClientCache, type CacheStats } from './cache/client-cache.js';
@@ -65,6 +67,7 @@ export class StandalonePool extends BasePool<PoolEvents> {
     this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed, !common.offlineQueue, common.durability, common.durabilityCounters);
     this.durability = common.durabilityCounters;
     if (c) (this.dispatcher as Dispatcher).cache = c;
+    if (common.keyPrefix) this.keyPrefix = new KeyPrefixer(common.keyPrefix, new CommandRegistry());
   }
 
   /**

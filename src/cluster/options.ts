@@ -69,6 +69,8 @@ export interface ResolvedClusterOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** '' when there is none. */
+  keyPrefix: string;
   /** Client-side cache settings; undefined when off. */
   cache: ResolvedCacheOptions | undefined;
   /** The `durability` option (undefined = off) and the pool's counters of it. */
@@ -125,6 +127,7 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    keyPrefix: common.keyPrefix,
     cache: resolveCacheOptions(o.cache, data.protocol),
     durability: common.durability,
     durabilityCounters: common.durabilityCounters,

@@ -18,6 +18,14 @@ export interface CommonOptions {
    */
   offlineQueue?: boolean;
   /**
+   * Prepended to every key argument (as ioredis's `keyPrefix`), found at the key positions of
+   * the command table, the same ones the cluster router reads: a prefixed key routes to the
+   * slot of its prefixed name. `scanIterator` scans only the prefix's keys and yields them
+   * without it. Not applied to channels, to patterns of KEYS/SCAN, to commands the table does
+   * not know (modules), or to replies (BLPOP answers the prefixed key name). Default: none.
+   */
+  keyPrefix?: string;
+  /**
    * Client-side cache of cacheable reads, invalidated by the server (`CLIENT TRACKING`, RESP3
    * only: `protocol: 3`). Off by default; see the README's "Client-side cache".
    */
@@ -37,18 +45,21 @@ export interface ResolvedCommonOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** '' when there is none. */
+  keyPrefix: string;
   /** undefined when off; counts into `durabilityCounters` either way. */
   durability: Durability | undefined;
   durabilityCounters: DurabilityCounters;
 }
 
 /** @internal Option names of {@link CommonOptions}. */
-export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue', 'cache', 'durability'] as const;
+export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue', 'cache', 'durability', 'keyPrefix'] as const;
 
 /** @internal Validates and splits the options shared by all modes. */
 export function resolveCommon(o: CommonOptions): ResolvedCommonOptions {
   checkNumber('closeTimeout', o.closeTimeout, { max: MAX_TIMER });
   checkBoolean('offlineQueue', o.offlineQueue);
+  if (o.keyPrefix !== undefined && typeof o.keyPrefix !== 'string') throw new TypeError(`Option keyPrefix must be a string (got ${o.keyPrefix === null ? 'null' : typeof o.keyPrefix}).`);
   const durabilityCounters = new DurabilityCounters();
   return {
     pool: resolvePoolOptions(o.pool),
@@ -56,5 +67,6 @@ export function resolveCommon(o: CommonOptions): ResolvedCommonOptions {
     offlineQueue: o.offlineQueue ?? true,
     durability: resolveDurability(o.durability, durabilityCounters),
     durabilityCounters,
+    keyPrefix: o.keyPrefix ?? '',
   };
 }

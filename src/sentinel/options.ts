@@ -75,6 +75,8 @@ export interface ResolvedSentinelOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** '' when there is none. */
+  keyPrefix: string;
   /** Client-side cache settings; undefined when off. */
   cache: ResolvedCacheOptions | undefined;
   /** The `durability` option (undefined = off) and the pool's counters of it. */
@@ -156,6 +158,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    keyPrefix: common.keyPrefix,
     cache: resolveCacheOptions(o.cache, data.protocol),
     durability: common.durability,
     durabilityCounters: common.durabilityCounters,

@@ -5,6 +5,8 @@ import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
 import type { DurabilityStats } from '../pool/durability.js';
 import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
+import { CommandRegistry } from '../commands/command-table.js';
+import { KeyPrefixer } from '../commands/key-prefix.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
 import { MasterDispatcher, ReplicaDispatcher } from './dispatchers.js';
@@ -189,6 +191,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     this.cache = o.cache ? new ClientCache(o.cache) : undefined;
     this.node = this.makeNode(master, true);
     this.dispatcher = o.role === 'replica' ? new ReplicaDispatcher(this) : new MasterDispatcher(this);
+    if (o.keyPrefix) this.keyPrefix = new KeyPrefixer(o.keyPrefix, new CommandRegistry());
     if (this.cache) this.dispatcher.cache = this.cache;
   }
 
