@@ -1,5 +1,5 @@
 import type { Connection, SendOptions } from '../connection/connection.js';
-import { AuthenticationError, ConnectionError, overloadError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { AuthenticationError, ConnectionError, overloadError, PoolClosedError, RedisError, TimeoutError, UncertainWriteError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import { laneWithin, withinDeadline } from '../pool/lane-dispatcher.js';
 import type { NodePool } from '../pool/node-pool.js';
@@ -210,7 +210,8 @@ export class FlightRunner {
           // failing over; whatever changes in the map may fix it.
           f.wakeOnAnyChange = true;
           f.troubled ??= top.failing();
-          top.requestRefresh();
+          // A node that answers READONLY was demoted: it knows the master it now follows.
+          top.requestRefresh(err instanceof RedisError && err.code === 'READONLY' ? [address] : []);
         }
         break;
       case 'retry-elsewhere':
