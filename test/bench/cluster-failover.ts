@@ -28,6 +28,7 @@
  * (2), BENCH_NODE_TIMEOUT (cluster-node-timeout, default 15000: a 60-process cluster on 2
  * cores must not fail a node over by itself).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
 import { ClusterPool, keySlot } from '../../src/index.js';
@@ -80,6 +81,89 @@ class Probe {
   }
   close(): void {
     this.sock.destroy();
+  }
+}
+
+/**
+ * A control beside the client under test: a separate Node process that sends PING to a few
+ * masters, one at a time each, every 2 ms, over raw sockets, and reports each round trip
+ * (epoch ms, rtt). When the servers themselves answer slower during a failover (60 processes
+ * on 2 cores all taking a new configuration), this shows it without any client in between.
+ */
+class PingControl {
+  private out = '';
+  private readonly child: ChildProcess;
+  private constructor(ports: number[]) {
+    const script = `
+      const net = require('node:net');
+      const samples = [];
+      const now = () => performance.timeOrigin + performance.now();
+      for (const port of process.argv.slice(1).map(Number)) {
+        const s = net.connect(port, '127.0.0.1');
+        s.setNoDelay(true);
+        let t0 = 0;
+        const ping = () => { t0 = now(); s.write('PING\\r\\n'); };
+        s.on('connect', ping);
+        s.on('data', () => { const t = now(); samples.push(t0, t - t0); setTimeout(ping, 2); });
+        s.on('error', () => {});
+      }
+      process.stdin.on('end', () => { process.stdout.write(JSON.stringify(samples)); process.exit(0); });
+      process.stdin.resume();
+    `;
+    this.child = spawn(process.execPath, ['-e', script, ...ports.map(String)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.child.stdout!.on('data', (d: Buffer) => (this.out += d.toString()));
+    process.once('exit', () => this.child.kill('SIGKILL'));
+  }
+  static start(ports: number[]): PingControl {
+    return new PingControl(ports);
+  }
+  /** Stops it; resolves with [epoch ms, rtt ms] pairs. */
+  async stop(): Promise<Array<[number, number]>> {
+    const done = new Promise<void>((r) => this.child.once('exit', () => r()));
+    this.child.stdin!.end();
+    await done;
+    const flat = JSON.parse(this.out || '[]') as number[];
+    const pairs: Array<[number, number]> = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) pairs.push([flat[i]!, flat[i + 1]!]);
+    return pairs;
+  }
+}
+
+/** p99 of the control's round trips that started in [from, to) (performance.now() times of this process). */
+function controlP99(samples: ReadonlyArray<[number, number]>, from: number, to: number): number {
+  const a = performance.timeOrigin + from;
+  const b = performance.timeOrigin + to;
+  const rtts = samples.filter(([t]) => t >= a && t < b).map(([, r]) => r).sort((x, y) => x - y);
+  return percentile(rtts, 99);
+}
+
+/**
+ * How late this process's timers fire (every 2 ms): a client busy with a burst of work of its
+ * own (MOVED replies, a refresh) delays every other command by as much.
+ */
+class LagSampler {
+  readonly at: number[] = [];
+  readonly lag: number[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  start(): void {
+    let expected = now() + 2;
+    const tick = () => {
+      const t = now();
+      this.at.push(t);
+      this.lag.push(Math.max(0, t - expected));
+      expected = t + 2;
+      this.timer = setTimeout(tick, 2);
+    };
+    this.timer = setTimeout(tick, 2);
+  }
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+  /** The longest delay in [from, to). */
+  max(from: number, to: number): number {
+    let m = 0;
+    for (let i = this.at.length - 1; i >= 0 && this.at[i]! >= from; i--) if (this.at[i]! < to) m = Math.max(m, this.lag[i]!);
+    return m;
   }
 }
 
@@ -137,6 +221,10 @@ interface RoundResult {
   p99Before: number;
   p99During: number;
   duringN: number;
+  controlBefore: number;
+  controlDuring: number;
+  lagBefore: number;
+  lagDuring: number;
   firstMoved: number;
   firstTopology: number;
   retries: string;
@@ -165,6 +253,29 @@ async function linkedReplicaOf(topo: ClusterTopology, masterPort: number): Promi
     if (Number(role[2]) === masterPort && role[3] === 'connected') return r;
   }
   return undefined;
+}
+
+/**
+ * Waits until every master lists `replica` as a replica of `master` (CLUSTER NODES): the
+ * masters vote only for a replica they know as such, and in a fresh 60-node cluster that
+ * news takes a few gossip rounds.
+ */
+async function waitVotersKnow(topo: ClusterTopology, replica: ServerHandle, masterPort: number): Promise<void> {
+  const id = async (port: number) => String((await sendCommands({ host: '127.0.0.1', port }, [['CLUSTER', 'MYID']], { timeoutMs: 5000 }))[0]);
+  const [rid, mid] = await Promise.all([id(replica.port), id(masterPort)]);
+  await waitFor(
+    async () => {
+      for (const m of await topo.masters()) {
+        const [nodes] = await sendCommands(m.address, [['CLUSTER', 'NODES']], { timeoutMs: 5000 });
+        const line = String(nodes).split('\n').find((l) => l.startsWith(rid));
+        if (!line || line.split(' ')[3] !== mid) return false;
+      }
+      return true;
+    },
+    `every master to know :${replica.port} as a replica of :${masterPort}`,
+    60_000,
+    200,
+  );
 }
 
 async function benchN(n: number): Promise<void> {
@@ -204,6 +315,8 @@ async function benchN(n: number): Promise<void> {
       }),
     ).then(() => undefined);
 
+    const lag = new LagSampler();
+    lag.start();
     // When each node last took part in a failover: the masters refuse to vote twice for a
     // replica of the same master within 2 node timeouts, so a shard waits that long.
     const lastFailover = new Map<number, number>();
@@ -215,9 +328,11 @@ async function benchN(n: number): Promise<void> {
       const masterPort = all.sort((a, b) => since(b) - since(a))[0]!;
       await sleep(Math.max(0, 2 * timeout + 2000 - since(masterPort)));
       const replica = await waitFor(() => linkedReplicaOf(topo, masterPort), `a linked replica of :${masterPort}`, 60_000);
+      await waitVotersKnow(topo, replica, masterPort);
       const movedSlots = new Set<number>();
       for (let s = 0; s < 16384; s++) if (owners[s] === masterPort) movedSlots.add(s);
 
+      const control = PingControl.start(all.filter((port) => port !== masterPort).slice(0, 5));
       await sleep(BEFORE_MS);
       const st0 = p.stats();
       const failed0 = log.failures.length;
@@ -230,7 +345,8 @@ async function benchN(n: number): Promise<void> {
       const oldPoller = await Probe.open({ host: '127.0.0.1', port: masterPort });
       /** Polls ROLE until it is `want`; the time of the first such reply. */
       const pollRole = async (probe: Probe, want: string, from: number): Promise<number> => {
-        while (now() < from + 30_000) {
+        // A manual failover that gets no majority gives up after 5 s (CLUSTER_MF_TIMEOUT).
+        while (now() < from + 8000) {
           const role = (await probe.ask(['ROLE'])) as RespValue[];
           if (role[0] === want) return now();
           await sleep(POLL_MS);
@@ -252,9 +368,16 @@ async function benchN(n: number): Promise<void> {
           process.stderr.write(`[diag] :${port} CLUSTER NODES\n${String(nodes)}\n${topo.handleFor({ host: '127.0.0.1', port })?.logTail(12)}\n`);
         }
       }
-      if (!Number.isFinite(tPromo)) throw new Error(`:${replica.port} was not promoted within 30 s`);
+      if (!Number.isFinite(tPromo)) {
+        await control.stop();
+        verdicts.push(`N=${n} round ${round + 1}: :${replica.port} was not promoted within 8 s (the server's failover did not complete; round left out)`);
+        process.stderr.write(`[bench] ${verdicts[verdicts.length - 1]}\n`);
+        await sleep(AFTER_MS);
+        continue;
+      }
       await sleep(Math.max(0, tPromo + AFTER_MS - now()));
       const st1 = p.stats();
+      const pings = await control.stop();
 
       // Writes resume with the first acknowledgement on the moved slots after the promotion
       // (the old master holds its writes from the failover's start until it is demoted, so
@@ -295,7 +418,12 @@ async function benchN(n: number): Promise<void> {
         );
       }
       const before = p99Of(log, tCmd - 1000, tCmd, movedSlots);
-      const during = p99Of(log, tCmd, Math.max(resumed, tPromo) + 200, movedSlots);
+      const windowEnd = Math.max(resumed, tPromo) + 200;
+      const during = p99Of(log, tCmd, windowEnd, movedSlots);
+      const lagBefore = lag.max(tCmd - 1000, tCmd);
+      const lagDuring = lag.max(tCmd, windowEnd);
+      const controlBefore = controlP99(pings, tCmd - 1000, tCmd);
+      const controlDuring = controlP99(pings, tCmd, windowEnd);
       const firstMoved = moved.slice(moved0).find((m) => movedSlots.has(m.slot));
       const r = st1.redirects;
       const q = st0.redirects;
@@ -311,6 +439,10 @@ async function benchN(n: number): Promise<void> {
         p99Before: before.p99,
         p99During: during.p99,
         duringN: during.n,
+        controlBefore,
+        controlDuring,
+        lagBefore,
+        lagDuring,
         firstMoved: firstMoved ? firstMoved.at - tPromo : NaN,
         firstTopology: topologyAt.length > topo0 ? topologyAt[topo0]! - tPromo : NaN,
         retries: `M ${r.moved - q.moved} / CD ${r.clusterdown - q.clusterdown} / C ${r.connection - q.connection} / TA ${r.tryagain - q.tryagain}`,
@@ -320,11 +452,12 @@ async function benchN(n: number): Promise<void> {
       results.push(res);
       process.stderr.write(
         `  N=${n} #${res.round} ${res.shard}: promoted +${fmtMs(res.promoMs)} ms, old master demoted ${fmtMs(res.demotedMs)} after, resumed +${fmtMs(res.fromCmd)} from cmd / ${fmtMs(res.fromPromo)} from promo ` +
-          `(gap ${fmtMs(gap)}); other shards p99 ${fmtMs(before.p99)} -> ${fmtMs(during.p99)} ms (${during.n}); first MOVED ${fmtMs(res.firstMoved)}, ` +
+          `(gap ${fmtMs(gap)}); other shards p99 ${fmtMs(before.p99)} -> ${fmtMs(during.p99)} ms (${during.n}), control PING p99 ${fmtMs(controlBefore)} -> ${fmtMs(controlDuring)}, client timer lag max ${fmtMs(lagBefore)} -> ${fmtMs(lagDuring)}; first MOVED ${fmtMs(res.firstMoved)}, ` +
           `topology ${fmtMs(res.firstTopology)} from promo; ${res.retries}; ${res.refreshes} refreshes; ${res.failed} failed\n`,
       );
     }
     stop = true;
+    lag.stop();
     await writers;
     writers = undefined;
 
@@ -379,27 +512,31 @@ async function main(): Promise<void> {
   console.log(`node ${sys.node}, ${sys.cpu}, ${sys.cores} cores; started ${started.toISOString()}; load average ${load0} at start, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at end\n`);
   console.log(
     markdownTable(
-      ['masters', '#', 'shard', 'promoted after cmd ms', 'old master demoted after promo ms', 'write gap ms', 'resumed after cmd ms', 'resumed after promo ms', 'first MOVED after promo ms', 'topology event after promo ms', 'other shards p99 before -> during ms', 'retries', 'refreshes', 'failed'],
+      ['masters', '#', 'shard', 'promoted after cmd ms', 'old master demoted after promo ms', 'write gap ms', 'resumed after cmd ms', 'resumed after promo ms', 'first MOVED after promo ms', 'topology event after promo ms', 'other shards p99 before -> during ms', 'control PING p99 before -> during ms', 'client timer lag max before -> during ms', 'retries', 'refreshes', 'failed'],
       results.map((r) => [
         String(r.masters), String(r.round), r.shard, fmtMs(r.promoMs), fmtMs(r.demotedMs), fmtMs(r.gapMs), fmtMs(r.fromCmd), fmtMs(r.fromPromo),
-        fmtMs(r.firstMoved), fmtMs(r.firstTopology), `${fmtMs(r.p99Before)} -> ${fmtMs(r.p99During)} (${r.duringN})`, r.retries, String(r.refreshes), String(r.failed),
+        fmtMs(r.firstMoved), fmtMs(r.firstTopology), `${fmtMs(r.p99Before)} -> ${fmtMs(r.p99During)} (${r.duringN})`, `${fmtMs(r.controlBefore)} -> ${fmtMs(r.controlDuring)}`, `${fmtMs(r.lagBefore)} -> ${fmtMs(r.lagDuring)}`, r.retries, String(r.refreshes), String(r.failed),
       ]),
-      ['right', 'right', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left', 'right', 'right'],
+      ['right', 'right', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left', 'right', 'right'],
     ),
   );
   console.log('');
   const sizes = [...new Set(results.map((r) => r.masters))];
   console.log(
     markdownTable(
-      ['masters', 'rounds', 'resumed after promo ms: median / max', 'resumed after cmd ms: median / max', 'other shards p99 during / before: max ratio'],
+      ['masters', 'rounds', 'resumed after promo ms: median / max', 'resumed after cmd ms: median / max', 'other shards p99 during / before: median, max', 'control PING p99 during / before: median, max'],
       sizes.map((n) => {
         const rs = results.filter((r) => r.masters === n);
         const fp = rs.map((r) => r.fromPromo);
         const fc = rs.map((r) => r.fromCmd);
-        const ratio = Math.max(...rs.map((r) => r.p99During / r.p99Before));
-        return [String(n), String(rs.length), `${fmtMs(median(fp))} / ${fmtMs(Math.max(...fp))}`, `${fmtMs(median(fc))} / ${fmtMs(Math.max(...fc))}`, `${ratio.toFixed(2)}x`];
+        const ratios = rs.map((r) => r.p99During / r.p99Before);
+        const control = rs.map((r) => r.controlDuring / r.controlBefore);
+        return [
+          String(n), String(rs.length), `${fmtMs(median(fp))} / ${fmtMs(Math.max(...fp))}`, `${fmtMs(median(fc))} / ${fmtMs(Math.max(...fc))}`,
+          `${median(ratios).toFixed(2)}x, ${Math.max(...ratios).toFixed(2)}x`, `${median(control).toFixed(2)}x, ${Math.max(...control).toFixed(2)}x`,
+        ];
       }),
-      ['right', 'right', 'right', 'right', 'right'],
+      ['right', 'right', 'right', 'right', 'right', 'right'],
     ),
   );
   console.log(`\n${verdicts.map((v) => `- ${v}`).join('\n')}\n`);
