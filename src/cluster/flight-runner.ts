@@ -126,15 +126,15 @@ export class FlightRunner {
     }
     this.pausing++;
     try {
-      await this.pause(delay, call, () => this.shouldWake(f, next()));
+      await this.pause(delay, call, () => this.shouldWake(f, next()), f.failedAtVersion);
     } finally {
       this.pausing--;
     }
   }
 
   /** See {@link pauseBeforeRetry}. */
-  pause(ms: number, call: ResolvedCall, wake: () => boolean): Promise<void> {
-    return pauseBeforeRetry(this.h, ms, call, wake);
+  pause(ms: number, call: ResolvedCall, wake: () => boolean, since?: number): Promise<void> {
+    return pauseBeforeRetry(this.h, ms, call, wake, since);
   }
 
   /**
@@ -173,6 +173,7 @@ export class FlightRunner {
     f.attempts.push({ node: { host: address.host, port: address.port }, kind: attemptKind(err), slot: f.route.slot, error: e, elapsed: Date.now() - started });
     f.lastNode = formatAddress(address);
     f.wakeOnAnyChange = false;
+    f.failedAtVersion = this.h.topology.version;
     if (this.h.isClosed()) return { action: 'fail', error: err instanceof PoolClosedError ? err : new PoolClosedError(undefined, { cause: err }), exhausted: false };
     if (err instanceof AuthenticationError) return { action: 'fail', error: err, exhausted: false };
     const sent = err instanceof UncertainWriteError || (err instanceof TimeoutError && err.sent);

@@ -73,6 +73,8 @@ export class Topology {
   private readonly connectErrors = new Map<string, Error>();
   /** Refreshes run so far (initial load included). */
   refreshes = 0;
+  /** Bumped by every change of the map (with {@link changed}): lets a wait tell whether it missed one. */
+  version = 0;
 
   constructor(
     private readonly o: ResolvedClusterOptions,
@@ -101,6 +103,7 @@ export class Topology {
   }
 
   private notifyChange(): void {
+    this.version++;
     const ctl = this.changeCtl;
     this.changeCtl = unlimited(new AbortController());
     ctl.abort();

@@ -23,8 +23,10 @@
  *                    p90 of BENCH_REFRESHES, each after `refresh.minInterval`; CPU ms is
  *                    process.cpuUsage() over the refresh
  *   parse ms         slotMapFromShards() on the node's reply alone (median of 50)
- *   heap/RSS per node  heapUsed / RSS (after gc) with the loaded pool open, minus the same with
- *                    no pool, divided by the nodes in the map (run with --expose-gc)
+ *   heap             heapUsed after gc (the script runs with --expose-gc), minus the same with
+ *                    no pool open: after create() and one reply (slot map, command table, two
+ *                    connections), per node the load then used (its NodePool and connection),
+ *                    and in all after the load and the refreshes (RSS beside it: noisier)
  * Then nodes leave: the map shrinks (fake: 10% of the masters go, their slots to the others,
  * and every replica; real: not here, see test/integration/cluster-nodes.test.ts), the pool
  * refreshes, writes every slot again, and connections still open to nodes out of the map are
@@ -37,7 +39,7 @@ import { resolveConnectionOptions } from '../../src/connection/options.js';
 import { slotMapFromShards } from '../../src/cluster/slot-map.js';
 import { keySlot } from '../../src/cluster/slot.js';
 import type { NodeAddress, Reply } from '../../src/types.js';
-import { parseInfo, sendCommands } from '../support/mini-client.js';
+import { sendCommands } from '../support/mini-client.js';
 import { forkFakeCluster, type ForkedFakeCluster } from '../support/fake-cluster.js';
 import { startCluster, type ClusterTopology } from '../support/topology.js';
 import { envInt, fmtMs, installCleanupHandlers, markdownTable, median, percentile, systemInfo } from './lib.js';
@@ -107,9 +109,10 @@ async function realTarget(masters: number): Promise<Target> {
       const out = new Map<string, number>();
       await Promise.all(
         topo.seeds.map(async (a) => {
-          const [info] = await sendCommands(a, [['INFO', 'clients']], { timeoutMs: 10_000 });
-          // The harness's own connection is one of them.
-          out.set(`${a.host}:${a.port}`, Number(parseInfo(String(info)).get('connected_clients')) - 1);
+          const [list] = await sendCommands(a, [['CLIENT', 'LIST']], { timeoutMs: 10_000 });
+          // Not the replication links (flags M, S), not the harness's own CLIENT LIST.
+          const clients = String(list).split('\n').filter((l) => l.trim() && !/ flags=[^ ]*[MS]/.test(l) && !/ cmd=client\|list/.test(l));
+          out.set(`${a.host}:${a.port}`, clients.length);
         }),
       );
       return out;
@@ -148,12 +151,20 @@ interface Row {
   refreshP90: number;
   refreshCpuMs: number;
   parseMs: number;
-  heapPerNodeKiB: number;
-  rssPerNodeKiB: number;
+  /** The pool after create() and one reply: map, command table, two connections. */
+  heapCreatedKiB: number;
+  /** Each node the load then used: its NodePool and connection. */
+  heapPerUsedNodeKiB: number;
+  /** Everything, after the load and the refreshes. */
+  heapTotalKiB: number;
+  rssTotalMiB: number;
   afterLeave: string;
 }
 
 const rows: Row[] = [];
+
+/** Nodes with at least one client connection. */
+const used = (conns: Map<string, number>) => [...conns.values()].filter((n) => n > 0).length;
 
 /** "N on M nodes (a masters, b replicas)". */
 function describeConns(conns: Map<string, number>, roles: Map<string, 'master' | 'replica'>): string {
@@ -201,6 +212,8 @@ async function benchTarget(t: Target): Promise<void> {
   const nodeCount = roles.size;
   await sleep(100);
   const afterCreate = await t.connections();
+  await settle();
+  const created = process.memoryUsage();
   await Promise.all(keys.map((k) => pool.set(k, 'v')));
   await sleep(100);
   const afterLoad = await t.connections();
@@ -258,8 +271,10 @@ async function benchTarget(t: Target): Promise<void> {
     refreshP90: percentile(sorted, 90),
     refreshCpuMs: median(cpu),
     parseMs: median(parse),
-    heapPerNodeKiB: (loaded.heapUsed - before.heapUsed) / 1024 / nodeCount,
-    rssPerNodeKiB: (loaded.rss - before.rss) / 1024 / nodeCount,
+    heapCreatedKiB: (created.heapUsed - before.heapUsed) / 1024,
+    heapPerUsedNodeKiB: (loaded.heapUsed - created.heapUsed) / 1024 / Math.max(1, used(afterLoad) - used(afterCreate)),
+    heapTotalKiB: (loaded.heapUsed - before.heapUsed) / 1024,
+    rssTotalMiB: (loaded.rss - before.rss) / 1024 / 1024,
     afterLeave,
   });
   const r = rows[rows.length - 1]!;
@@ -283,13 +298,13 @@ async function main(): Promise<void> {
   console.log(`node ${sys.node}, ${sys.cpu}, ${sys.cores} cores; started ${started.toISOString()}; load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
   console.log(
     markdownTable(
-      ['cluster', 'nodes in map', 'create() ms', 'first reply ms', 'conns after create', 'conns after load', 'refresh ms (p90)', 'refresh CPU ms', 'parse ms', 'heap KiB/node', 'RSS KiB/node', 'nodes leaving'],
+      ['cluster', 'nodes in map', 'create() ms', 'first reply ms', 'conns after create', 'conns after load', 'refresh ms (p90)', 'refresh CPU ms', 'parse ms', 'heap after create KiB', 'heap per used node KiB', 'heap in all KiB (RSS MiB)', 'nodes leaving'],
       rows.map((r) => [
         r.label, String(r.nodes), fmtMs(r.createMs), fmtMs(r.firstMs), r.connsAfterCreate, r.connsAfterLoad,
         `${fmtMs(r.refreshMs)} (${fmtMs(r.refreshP90)})`, fmtMs(r.refreshCpuMs), fmtMs(r.parseMs),
-        r.heapPerNodeKiB.toFixed(1), r.rssPerNodeKiB.toFixed(1), r.afterLeave,
+        r.heapCreatedKiB.toFixed(0), r.heapPerUsedNodeKiB.toFixed(1), `${r.heapTotalKiB.toFixed(0)} (${r.rssTotalMiB.toFixed(1)})`, r.afterLeave,
       ]),
-      ['left', 'right', 'right', 'right', 'left', 'left', 'right', 'right', 'right', 'right', 'right', 'left'],
+      ['left', 'right', 'right', 'right', 'left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'left'],
     ),
   );
   console.log('');
