@@ -58,8 +58,8 @@ export class Topology {
   private delayed: NodeJS.Timeout | undefined;
   private periodic: NodeJS.Timeout | undefined;
   private waiters: Array<() => void> = [];
-  /** Nodes the next refresh asks first (see {@link refreshOrder}). */
-  private preferred: NodeAddress[] = [];
+  /** Nodes the next refresh asks first (see {@link refreshOrder}), by key: a MOVED storm names the same few. */
+  private preferred = new Map<string, NodeAddress>();
   private shardsUnsupported = false;
   private closed = false;
   private changeCtl = unlimited(new AbortController());
@@ -265,7 +265,7 @@ export class Topology {
    */
   requestRefresh(prefer: readonly NodeAddress[] = []): void {
     if (this.closed) return;
-    for (const a of prefer) this.preferred.push({ host: a.host, port: a.port });
+    for (const a of prefer) this.preferred.set(formatAddress(a), { host: a.host, port: a.port });
     if (this.running) {
       this.again = true;
       return;
@@ -285,8 +285,8 @@ export class Topology {
     this.refreshes++;
     const waiters = this.waiters;
     this.waiters = [];
-    const preferred = this.preferred;
-    this.preferred = [];
+    const preferred = [...this.preferred.values()];
+    this.preferred.clear();
     this.running = this.refreshOnce(preferred)
       .catch(() => {})
       .finally(() => {
@@ -391,7 +391,7 @@ export class Topology {
     if (this.poll) clearTimeout(this.poll);
     this.periodic = this.delayed = this.poll = undefined;
     this.down.clear();
-    this.preferred = [];
+    this.preferred.clear();
     // Commands waiting to retry wake up and see the pool closed.
     this.changeCtl.abort();
     for (const w of this.waiters.splice(0)) w();

@@ -8,25 +8,33 @@
  * For each N in BENCH_MASTERS (default 3,30): a cluster of N masters and N replicas from the
  * test helper, one `ClusterPool` with default options, BENCH_IN_FLIGHT writers (default 50)
  * each sending SET of a fresh key (`fo:<writer>:<n>`, so every acknowledged write can be
- * checked at the end). Then BENCH_ROUNDS times, each on another shard:
+ * checked at the end). Then BENCH_ROUNDS times, each on the shard failed over longest ago
+ * (a master votes for a replica of the same master only once per two node timeouts):
  *
- * 1. 1.5 s of steady load ("before").
- * 2. `CLUSTER FAILOVER` on the shard's replica (time `cmd`), while a second harness
- *    connection asks that replica for ROLE every BENCH_POLL_MS (default 2) ms: the first
- *    reply saying master is the promotion (`promo`, at most one poll late).
+ * 1. Every master knows the replica as one (CLUSTER NODES), then 1.5 s of steady load.
+ * 2. `CLUSTER FAILOVER` on the shard's replica (time `cmd`). Two more harness connections ask
+ *    the replica and the old master for ROLE every BENCH_POLL_MS (default 2) ms: the first
+ *    "master" from the replica is the promotion (`promo`), the first "slave" from the old
+ *    master its demotion (from then on it answers its held writes with MOVED).
  * 3. Load goes on until 1.5 s after the promotion.
  *
- * Per round: the longest stretch without an acknowledged write on the moved slots, its end
- * ("resumed"), resumed - cmd and resumed - promo; p99 of the writes to the other shards
- * started in the second before `cmd` and started between `cmd` and resumed + 200 ms; the
- * pool's retries (MOVED, CLUSTERDOWN/READONLY, connection) and refreshes in the round; the
- * first MOVED for a moved slot and the first `topology` event, relative to the promotion;
- * and failed writes. At the end every acknowledged write is read back from the master that
- * owns its slot by a harness connection (never the client under test): "lost" must be 0.
+ * Per round: when writes resumed (the first acknowledged write on the moved slots after the
+ * promotion: the old master holds every write from the failover's start until its demotion,
+ * so none is acknowledged in between), relative to `cmd` and to `promo`, and the longest gap
+ * before it; p99 of the writes to the other shards started in the second before `cmd` and
+ * from `cmd` to 200 ms after the resumption, beside the same for a raw PING control run in a
+ * separate process (how much slower the servers themselves answer) and the longest timer lag
+ * of this process (how long the client itself was busy or descheduled); the pool's retries
+ * (MOVED, CLUSTERDOWN/READONLY, connection, TRYAGAIN) and refreshes; the first MOVED and the
+ * first `topology` event relative to the promotion; failed writes. At the end every
+ * acknowledged write is read back from the master that owns its slot by a harness connection
+ * (never the client under test): "lost" must be 0. BENCH_DIAG=1 prints per-round gaps, the
+ * slowest writes and the MOVED timeline.
  *
  * Environment: BENCH_MASTERS, BENCH_ROUNDS (default 5), BENCH_IN_FLIGHT (50), BENCH_POLL_MS
- * (2), BENCH_NODE_TIMEOUT (cluster-node-timeout, default 15000: a 60-process cluster on 2
- * cores must not fail a node over by itself).
+ * (2), BENCH_NODE_TIMEOUT (cluster-node-timeout; default 2000 below 10 masters, 15000 from 10:
+ * a 60-process cluster on 2 cores must not fail a node over by itself). A round whose failover
+ * the servers do not complete within 8 s is reported and left out.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
