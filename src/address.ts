@@ -11,6 +11,8 @@ export interface ParsedAddress extends NodeAddress {
 /**
  * Parses `'host:port'`, `'[::1]:6379'`, `redis://[user:pass@]host:port[/db]`, `rediss://…`
  * or `{ host, port }`. Throws a TypeError naming `what` (the option or argument) when invalid.
+ * A URL's query string (`?timeout=…`, `?protocol=3`) is refused rather than ignored: each of
+ * those settings is an option, and a silently dropped one would look applied.
  */
 export function parseAddress(input: Address, what: string): ParsedAddress {
   if (typeof input === 'object' && input !== null) {
@@ -21,6 +23,7 @@ export function parseAddress(input: Address, what: string): ParsedAddress {
   }
   if (typeof input !== 'string' || input === '') throw new TypeError(`${what} must be 'host:port', a redis:// URL or { host, port } (got ${input === '' ? 'an empty string' : typeof input}).`);
   if (/^rediss?:\/\//i.test(input)) {
+    checkUrlShape(input, what);
     let url: URL;
     try {
       url = new URL(input);
@@ -51,6 +54,48 @@ export function parseAddress(input: Address, what: string): ParsedAddress {
   const port = Number(m[2]);
   checkPort(port, `${what} port`);
   return { host: m[1]!, port };
+}
+
+/** What options replace the query parameters other clients read from a URL. */
+const QUERY_HINTS: Record<string, string> = {
+  timeout: 'connectTimeout or commandTimeout',
+  connecttimeout: 'connectTimeout',
+  commandtimeout: 'commandTimeout',
+  sockettimeout: 'socketTimeout',
+  protocol: 'protocol (2 or 3)',
+  db: 'the URL path (redis://host:port/2) or the db option',
+  password: 'the URL user info (redis://:password@host) or the password option',
+  username: 'the URL user info (redis://user:password@host) or the username option',
+  name: 'clientName',
+  clientname: 'clientName',
+  family: 'a host name or IP address of the family you want',
+};
+
+/**
+ * Checks what `new URL()` would accept but we cannot use (a query string, a fragment) or would
+ * reject with a message that does not say why (a port that is not a number from 1 to 65535).
+ * Nothing from the user info is echoed.
+ */
+function checkUrlShape(input: string, what: string): void {
+  const m = /^rediss?:\/\/(?:[^/?#]*@)?(\[[^\]]*\]|[^:/?#]*)(?::([^/?#]*))?([^?#]*)(\?[^#]*)?(#.*)?$/i.exec(input);
+  if (!m) return; // new URL() reports it
+  const [, host, port, path, query, fragment] = m;
+  // An '@' past the user info means a password holding '/', '?' or '#': what follows is not a
+  // port or a query, and must not be echoed.
+  if ([host, port, path, query, fragment].some((part) => part?.includes('@'))) {
+    throw new TypeError(`${what} is not a valid URL: characters such as / ? # @ in the user name or password must be percent-encoded (encodeURIComponent).`);
+  }
+  if (port !== undefined && port !== '' && !(/^\d+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)) {
+    throw new TypeError(`${what} port must be an integer from 1 to 65535 (got '${port}').`);
+  }
+  if (query !== undefined) {
+    const names = [...new URLSearchParams(query).keys()];
+    const hints = names.map((n) => `'${n}'${QUERY_HINTS[n.toLowerCase()] ? ` (use ${QUERY_HINTS[n.toLowerCase()]})` : ''}`);
+    throw new TypeError(
+      `${what} has URL query parameters ${hints.join(', ') || "'?'"}; they are not read from the URL: pass them as options of create() instead, so none is silently ignored.`,
+    );
+  }
+  if (fragment !== undefined) throw new TypeError(`${what} has a URL fragment ('#…'); remove it.`);
 }
 
 function checkPort(port: unknown, what: string): void {

@@ -5,6 +5,7 @@ import { formatAddress, type NodeAddress } from './types.js';
  * It is returned to the caller of that command only; the connection stays healthy.
  */
 export class RedisError extends Error {
+  /** `'RedisError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'RedisError';
   /** First word of the reply: `ERR`, `WRONGTYPE`, `MOVED`, `ASK`, `READONLY`, `NOSCRIPT`, … */
   readonly code: string;
@@ -20,6 +21,7 @@ export class RedisError extends Error {
 
 /** The connection to a node failed, closed, or could not be established. */
 export class ConnectionError extends Error {
+  /** `'ConnectionError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'ConnectionError';
   /** The node this connection pointed at. */
   readonly address: NodeAddress | undefined;
@@ -35,6 +37,7 @@ export class ConnectionError extends Error {
  * read-only or the caller marked it `idempotent`.
  */
 export class UncertainWriteError extends ConnectionError {
+  /** `'UncertainWriteError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'UncertainWriteError';
 }
 
@@ -44,17 +47,21 @@ export class UncertainWriteError extends ConnectionError {
  * for the node within its deadline. `cause` is the last connection error.
  */
 export class NodeUnreachableError extends ConnectionError {
+  /** `'NodeUnreachableError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'NodeUnreachableError';
 }
 
 /** The server refused the credentials (WRONGPASS, NOAUTH). The message never contains the password. */
 export class AuthenticationError extends ConnectionError {
+  /** `'AuthenticationError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'AuthenticationError';
 }
 
 /** A deadline passed: a command timeout, a connect timeout, a socket inactivity timeout. */
 export class TimeoutError extends Error {
+  /** `'TimeoutError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'TimeoutError';
+  /** The node the command or connection was waiting for, when there was one. */
   readonly address: NodeAddress | undefined;
   /** Whether the command had been written to a socket when the time ran out. */
   readonly sent: boolean;
@@ -67,6 +74,7 @@ export class TimeoutError extends Error {
 
 /** The server sent bytes that are not valid RESP, or a length over `maxReplyBytes`. */
 export class ProtocolError extends Error {
+  /** `'ProtocolError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'ProtocolError';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -75,6 +83,7 @@ export class ProtocolError extends Error {
 
 /** The pool was closed: no new work is accepted. */
 export class PoolClosedError extends Error {
+  /** `'PoolClosedError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'PoolClosedError';
   constructor(message = 'The pool is closed; create a new pool to send more commands.', options?: { cause?: unknown }) {
     super(message, options);
@@ -98,15 +107,27 @@ export function overloadError(message: string): QueueFullError {
 
 /** A bounded queue (commands held during a failover) is full, or a command waited in it too long. */
 export class QueueFullError extends Error {
+  /** `'QueueFullError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'QueueFullError';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
 }
 
+/**
+ * A subscription's async iterator held `highWaterMark` unread messages with `overflow: 'error'`:
+ * the iteration ends with this error and the subscription is closed.
+ */
+export class SlowConsumerError extends Error {
+  /** `'SlowConsumerError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
+  override name = 'SlowConsumerError';
+}
+
 /** Some sentinel answered, but none monitors a master of that name. */
 export class MasterNotMonitoredError extends Error {
+  /** `'MasterNotMonitoredError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'MasterNotMonitoredError';
+  /** The master name that was asked for. */
   readonly masterName: string;
   constructor(masterName: string, message?: string, options?: { cause?: unknown }) {
     super(message ?? `No sentinel monitors a master named "${masterName}"; check the name (SENTINEL MASTERS lists them).`, options);
@@ -116,6 +137,7 @@ export class MasterNotMonitoredError extends Error {
 
 /** No sentinel could be reached. `errors` holds each sentinel's own error, in the order tried. */
 export class AllSentinelsDownError extends AggregateError {
+  /** `'AllSentinelsDownError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'AllSentinelsDownError';
   /** The sentinels tried, in order. */
   readonly tried: NodeAddress[];
@@ -132,9 +154,13 @@ export class AllSentinelsDownError extends AggregateError {
 
 /** One step of a cluster command's journey, as `MaxRedirectionsError` reports it. */
 export interface RedirectAttempt {
+  /** The node this attempt went to. */
   node: NodeAddress;
+  /** What ended the attempt: a redirection, a retryable refusal, a connection failure, a timeout, or another error. */
   kind: 'moved' | 'ask' | 'tryagain' | 'clusterdown' | 'connection' | 'timeout' | 'error';
+  /** The command's hash slot (undefined for keyless commands). */
   slot: number | undefined;
+  /** The error this attempt ended with. */
   error: Error;
   /** Milliseconds since the command started. */
   elapsed: number;
@@ -142,7 +168,9 @@ export interface RedirectAttempt {
 
 /** A cluster command used up its redirection/retry budget. `cause` is the last underlying error. */
 export class MaxRedirectionsError extends Error {
+  /** `'MaxRedirectionsError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'MaxRedirectionsError';
+  /** Every attempt, in order (the message lists them too). */
   readonly attempts: RedirectAttempt[];
   constructor(command: string, attempts: RedirectAttempt[], limit: number) {
     const lines = attempts.map(
@@ -160,6 +188,7 @@ export class MaxRedirectionsError extends Error {
 
 /** The keys of a command (or of a MULTI) hash to different slots, and the command cannot be split safely. */
 export class CrossSlotError extends Error {
+  /** `'CrossSlotError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'CrossSlotError';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);

@@ -1,6 +1,7 @@
 /**
  * redis-ha-pool: one pool API for a standalone Redis server, a Sentinel-managed master and a
  * Redis Cluster.
+ * @document ../docs/migrating.md
  * @packageDocumentation
  */
 export { StandalonePool, type StandaloneOptions, type StandaloneStats, type CommonOptions } from './standalone.js';
@@ -14,13 +15,19 @@ export type { Commands, SetOptions, ScanOptions } from './commands/helpers.js';
 export type { Address, Arg, NodeAddress, Reply } from './types.js';
 export {
   RedisError, ConnectionError, UncertainWriteError, AuthenticationError, NodeUnreachableError, TimeoutError, ProtocolError, PoolClosedError,
-  QueueFullError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
+  QueueFullError, SlowConsumerError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
   type RedirectAttempt,
 } from './errors.js';
 export { keySlot } from './cluster/slot.js';
 export { SentinelPool, type SentinelEvents, type SentinelStats, type FailoverEvent, type DetectedBy } from './sentinel/sentinel-pool.js';
 export type { SentinelOptions, NatMap } from './sentinel/options.js';
 export { ClusterPool, type ClusterEvents, type ClusterStats } from './cluster/cluster-pool.js';
-export type { ClusterOptions } from './cluster/options.js';
+export type { ClusterOptions, ReadFrom } from './cluster/options.js';
+export type { TopologyChange } from './cluster/topology.js';
+export type { BackoffOptions } from './pool/backoff.js';
 export type { ClusterNodeInfo } from './cluster/cluster-pool.js';
 export { RoleMismatchError } from './sentinel/discovery.js';
+export { Subscription, type PubSubMessage, type Listener, type SubscriptionEvents } from './pubsub/subscription.js';
+export type { SubscriptionOptions, SubscriptionKind } from './pubsub/frames.js';
+export type { PubSubStats } from './pubsub/hub.js';
+export type { PubSubMethods, ShardedPubSubMethods } from './pubsub/methods.js';

@@ -6,6 +6,8 @@ import { LaneDispatcher } from './pool/lane-dispatcher.js';
 import { NodePool, type NodePoolStats } from './pool/node-pool.js';
 import { BasePool, type PoolEvents } from './pool/surface.js';
 import type { Address, NodeAddress } from './types.js';
+import { PubSubHub, type PubSubStats } from './pubsub/hub.js';
+import { installPubSub, type PubSubMethods } from './pubsub/methods.js';
 
 /** Options of {@link StandalonePool.create}. */
 export interface StandaloneOptions extends ConnectionOptions, CommonOptions {}
@@ -14,7 +16,10 @@ export type { CommonOptions } from './pool/common-options.js';
 
 /** What `stats()` reports for a standalone pool. */
 export interface StandaloneStats extends NodePoolStats {
+  /** Whether `close()` was called. */
   closed: boolean;
+  /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
+  pubsub: PubSubStats;
 }
 
 /**
@@ -32,10 +37,15 @@ export class StandalonePool extends BasePool<PoolEvents> {
   private readonly node: NodePool;
   private readonly closeTimeout: number;
   private closing: Promise<void> | undefined;
+  private hub: PubSubHub | undefined;
+  private readonly conn: ResolvedConnectionOptions;
+  private readonly common: ResolvedCommonOptions;
 
   private constructor(address: NodeAddress, conn: ResolvedConnectionOptions, common: ResolvedCommonOptions) {
     super();
     this.closeTimeout = common.closeTimeout;
+    this.conn = conn;
+    this.common = common;
     this.node = new NodePool(address, conn, common.pool);
     this.node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
     this.node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
@@ -71,7 +81,13 @@ export class StandalonePool extends BasePool<PoolEvents> {
 
   /** Generation, lane state and exclusive pool sizes. */
   stats(): StandaloneStats {
-    return { ...this.node.stats(), closed: this.closed };
+    return { ...this.node.stats(), closed: this.closed, pubsub: this.hub?.stats() ?? PubSubHub.emptyStats() };
+  }
+
+  /** @internal The subscriptions of this pool, all on the one server. */
+  pubsubHub(): PubSubHub {
+    this.ensureOpen();
+    return this.hub ??= new PubSubHub({ place: () => [{ pool: this.node }] }, { reconnect: this.common.pool.reconnect, timeout: this.conn.commandTimeout });
   }
 
   reauthenticate(): Promise<void> {
@@ -82,7 +98,11 @@ export class StandalonePool extends BasePool<PoolEvents> {
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.closed = true;
+    this.hub?.close();
     this.closing = this.node.close(this.closeTimeout);
     return this.closing;
   }
 }
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface StandalonePool extends PubSubMethods {}
+installPubSub(StandalonePool.prototype, false);

@@ -1,6 +1,8 @@
 /** A node as events, errors and `master()` report it. */
 export interface NodeAddress {
+  /** Host name or IP address (IPv6 without brackets). */
   host: string;
+  /** TCP port. */
   port: number;
 }
 

@@ -9,23 +9,55 @@ import type { Address, NodeAddress } from '../types.js';
 import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
 import { resolveClusterOptions, type ClusterOptions, type ResolvedClusterOptions } from './options.js';
 import { nodeHandshake, Topology, type TopologyChange } from './topology.js';
+import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
+import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
+import type { Arg } from '../types.js';
+import { clusterPlacement } from './cluster-pubsub.js';
 
 /** Events of a {@link ClusterPool}. */
 export interface ClusterEvents extends PoolEvents {
   /** A refresh changed the cluster: nodes added or removed (`host:port`), slots moved. */
   topology: [change: TopologyChange];
   /** A command got MOVED: `slot` now lives on `to` (the map was patched at once). */
-  moved: [info: { slot: number; from: NodeAddress; to: NodeAddress }];
+  moved: [
+    info: {
+      /** The hash slot. */
+      slot: number;
+      /** The node that answered MOVED. */
+      from: NodeAddress;
+      /** The node it named, now the slot's owner in the map. */
+      to: NodeAddress;
+    },
+  ];
   /** A command got ASK: it was sent again to `to` with ASKING (the map is unchanged). */
-  ask: [info: { slot: number; from: NodeAddress; to: NodeAddress }];
+  ask: [
+    info: {
+      /** The hash slot being migrated. */
+      slot: number;
+      /** The node that answered ASK (the slot's owner). */
+      from: NodeAddress;
+      /** The node importing the slot. */
+      to: NodeAddress;
+    },
+  ];
   /** A node failed: a connection was lost or could not be made, or a refresh failed there. */
-  'node-error': [info: { address: NodeAddress; error: Error }];
+  'node-error': [
+    info: {
+      /** The node. */
+      address: NodeAddress;
+      /** What failed. */
+      error: Error;
+    },
+  ];
 }
 
 /** One node as `nodes()` and `stats()` report it. */
 export interface ClusterNodeInfo extends NodeAddress {
+  /** The node's role in the slot map. */
   role: 'master' | 'replica';
+  /** As `CLUSTER SHARDS` reports it (`'unknown'` when the map came from `CLUSTER SLOTS`); reads avoid `loading` and `failed` nodes. */
   health: 'online' | 'loading' | 'failed' | 'unknown';
+  /** The node's cluster id, when the map reported one. */
   id?: string;
 }
 
@@ -40,12 +72,26 @@ export interface ClusterStats {
   /** Per node pool: lanes and exclusive pool sizes. */
   pools: NodePoolStats[];
   /** Redirections and retries followed so far. */
-  redirects: { moved: number; ask: number; tryagain: number; clusterdown: number; connection: number };
+  redirects: {
+    /** MOVED replies followed. */
+    moved: number;
+    /** ASK replies followed. */
+    ask: number;
+    /** TRYAGAIN replies retried. */
+    tryagain: number;
+    /** CLUSTERDOWN replies retried. */
+    clusterdown: number;
+    /** Retries after a connection error. */
+    connection: number;
+  };
   /** Slot map refreshes run so far (the initial load included). */
   refreshes: number;
   /** Whether the server's COMMAND table was loaded (else the built-in one is used). */
   liveCommandTable: boolean;
+  /** Whether `close()` was called. */
   closed: boolean;
+  /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`/`ssubscribe()`. */
+  pubsub: PubSubStats;
 }
 
 /**
@@ -83,6 +129,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   private readonly registry = new CommandRegistry();
   private readonly redirects = { moved: 0, ask: 0, tryagain: 0, clusterdown: 0, connection: 0 };
   private closing: Promise<void> | undefined;
+  private hub: PubSubHub | undefined;
 
   private constructor(o: ResolvedClusterOptions) {
     super();
@@ -237,7 +284,30 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       refreshes: this.topology.refreshes,
       liveCommandTable: this.registry.hasLiveTable,
       closed: this.closed,
+      pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
     };
+  }
+
+  /** Publishes to a sharded channel (`SPUBLISH`), on the master owning the channel's slot. */
+  spublish(channel: string, message: Arg): Promise<number> {
+    return this.call<number>('SPUBLISH', channel, message);
+  }
+
+  /** @internal Subscriptions placed by slot (see cluster-pubsub.ts), re-placed on every map change. */
+  pubsubHub(): PubSubHub {
+    this.ensureOpen();
+    if (this.hub) return this.hub;
+    const hub = new PubSubHub(clusterPlacement(this.topology, this.o.pool.reconnect), { reconnect: this.o.pool.reconnect, timeout: this.o.data.commandTimeout });
+    this.hub = hub;
+    const watch = (): void => {
+      this.topology.changed.addEventListener('abort', () => {
+        if (this.closed) return;
+        hub.replace('topology');
+        watch();
+      }, { once: true });
+    };
+    watch();
+    return hub;
   }
 
   /** Stops refreshes, lets in-flight commands finish (bounded by `closeTimeout`), closes every node pool. */
@@ -249,7 +319,11 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.closed = true;
+    this.hub?.close();
     this.closing = this.topology.close();
     return this.closing;
   }
 }
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface ClusterPool extends PubSubMethods, ShardedPubSubMethods {}
+installPubSub(ClusterPool.prototype, true);

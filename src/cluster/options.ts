@@ -26,7 +26,12 @@ export interface ClusterOptions extends Omit<ConnectionOptions, 'db'>, CommonOpt
    * doubles, for at most `interval`. `interval`: periodic refresh, which catches a master that
    * died without answering anything; 0 disables (default 30000).
    */
-  refresh?: { minInterval?: number; interval?: number };
+  refresh?: {
+    /** At most one refresh per this many ms (default 200, at least 1). */
+    minInterval?: number;
+    /** Periodic refresh period in ms; 0 disables (default 30000). */
+    interval?: number;
+  };
   /**
    * Where read-only commands go: `'master'` (default); `'replica'` (a healthy replica of the
    * slot's shard, the master only when the shard has none); `'prefer-replica'` (a replica,

@@ -30,8 +30,11 @@ export interface SetOptions {
 
 /** Options of SCAN and `scanIterator()`. */
 export interface ScanOptions {
+  /** MATCH: a glob-style pattern keys must match (filtered by the server after the step, so a step may return none). */
   match?: string;
+  /** COUNT: a hint of how many keys one step looks at (the server's default is 10). */
   count?: number;
+  /** TYPE: only keys of this type (`string`, `hash`, `list`, `set`, `zset`, `stream`). */
   type?: string;
 }
 
@@ -195,28 +198,39 @@ export interface Commands {
   expire(key: Arg, seconds: number, mode?: 'NX' | 'XX' | 'GT' | 'LT'): Promise<number>;
   /** TTL in seconds; -1 no expiry, -2 no key. */
   ttl(key: Arg): Promise<number>;
+  /** INCR: the value after incrementing by 1. */
   incr(key: Arg): Promise<number>;
+  /** INCRBY: the value after adding `increment`. */
   incrby(key: Arg, increment: number | bigint): Promise<number>;
+  /** DECR: the value after decrementing by 1. */
   decr(key: Arg): Promise<number>;
   /** MGET: values in key order, null for missing keys. */
   mget(...keys: Arg[]): Promise<Array<string | null>>;
   /** MSET k v [k v …] or MSET({ k: v }). */
   mset(...pairs: [Record<string, Arg>] | Arg[]): Promise<'OK'>;
+  /** HGET: the field's value, or null. */
   hget(key: Arg, field: Arg): Promise<string | null>;
   /** HSET key field value, or HSET key { field: value }: number of new fields. */
   hset(key: Arg, fieldOrRecord: Arg | Record<string, Arg>, value?: Arg): Promise<number>;
   /** HGETALL as a plain object. */
   hgetall(key: Arg): Promise<Record<string, string>>;
+  /** HDEL: number of fields removed. */
   hdel(key: Arg, ...fields: Arg[]): Promise<number>;
+  /** LPUSH: the list's length afterwards. */
   lpush(key: Arg, ...values: Arg[]): Promise<number>;
+  /** RPUSH: the list's length afterwards. */
   rpush(key: Arg, ...values: Arg[]): Promise<number>;
   /** LPOP key [count]: a value (or array with count), null when empty. */
   lpop(key: Arg, count?: number): Promise<string | string[] | null>;
+  /** RPOP key [count]: a value (or array with count), null when empty. */
   rpop(key: Arg, count?: number): Promise<string | string[] | null>;
+  /** LRANGE: the elements from `start` to `stop` (inclusive; negative counts from the end). */
   lrange(key: Arg, start: number, stop: number): Promise<string[]>;
   /** BLPOP ...keys timeoutSeconds: [key, value], or null on timeout. The client deadline is extended by the timeout. */
   blpop(...keysAndTimeout: [...keys: Arg[], timeoutSeconds: number]): Promise<[string, string] | null>;
+  /** SADD: number of members added. */
   sadd(key: Arg, ...members: Arg[]): Promise<number>;
+  /** SREM: number of members removed. */
   srem(key: Arg, ...members: Arg[]): Promise<number>;
   /** SMEMBERS as an array (RESP3 sets too). */
   smembers(key: Arg): Promise<string[]>;
@@ -226,8 +240,11 @@ export interface Commands {
   zrange(key: Arg, start: Arg, stop: Arg, options?: { WITHSCORES?: boolean; REV?: boolean; BYSCORE?: boolean; BYLEX?: boolean }): Promise<string[]>;
   /** ZSCORE as a number, or null. */
   zscore(key: Arg, member: Arg): Promise<number | null>;
+  /** PUBLISH: number of clients that received the message. */
   publish(channel: Arg, message: Arg): Promise<number>;
+  /** EVAL script numKeys ...keys ...args: the script's reply, decoded (in a cluster, routed by the keys). */
   eval(script: string, numKeys: number, ...keysAndArgs: Arg[]): Promise<Reply>;
+  /** EVALSHA: as `eval`, by the script's SHA1; rejects with `NOSCRIPT` when the server does not have it. */
   evalsha(sha: string, numKeys: number, ...keysAndArgs: Arg[]): Promise<Reply>;
   /** One SCAN step: [nextCursor, keys]. */
   scan(cursor: Arg, options?: ScanOptions): Promise<[cursor: string, keys: string[]]>;

@@ -59,6 +59,10 @@ class Command {
   size = 0;
   /** Inactivity allowed while this is the reply awaited, when longer than socketTimeout; 0 = socketTimeout. */
   idleLimit = 0;
+  /** For (P|S)(UN)SUBSCRIBE: the confirmation this entry waits for (`subscribe`, `sunsubscribe` …). */
+  confirm: string | undefined;
+  /** …and the channel it names; undefined matches any (UNSUBSCRIBE without arguments). */
+  confirmName: string | undefined;
   constructor(
     readonly name: string,
     readonly encoded: string | Array<string | Buffer>,
@@ -72,9 +76,15 @@ class Command {
   ) {}
 }
 
-const SUBSCRIBE_RE = /^[ps]?subscribe$/i;
-const CONFIRM = new Set(['subscribe', 'psubscribe', 'ssubscribe']);
+const SUBSCRIBE_RE = /^[ps]?(un)?subscribe$/i;
+const ENTERS = new Set(['subscribe', 'psubscribe', 'ssubscribe']);
+const CONFIRM = new Set(['subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe']);
 const MESSAGE = new Set(['message', 'pmessage', 'smessage']);
+
+/** A pub/sub frame's first element as text (it is a Buffer on a connection with `pushBuffers`). */
+function word(v: Reply | undefined): string {
+  return typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString() : '';
+}
 
 let nextId = 1;
 
@@ -125,6 +135,11 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private inMulti = false;
   /** Set by the owner: the re-authentication round its credentials come from. */
   authEpoch = 0;
+  /**
+   * Decode every reply and push as Buffers (a subscriber connection whose messages must stay
+   * binary-safe; channel names are then Buffers too).
+   */
+  pushBuffers = false;
 
   private constructor(address: NodeAddress, opts: ResolvedConnectionOptions, socket: net.Socket) {
     super();
@@ -137,7 +152,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       onReply: (v, attrs) => this.onReply(v, attrs),
       onPush: (v) => this.onPush(v),
       onProtocolError: (e) => this.refuseReply(e),
-      wantBuffers: () => this.inflight.peek()?.buffers ?? false,
+      wantBuffers: () => this.pushBuffers || (this.inflight.peek()?.buffers ?? false),
     });
     socket.on('data', (chunk: Buffer) => {
       this.lastActivity = Date.now();
@@ -352,8 +367,13 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     const refusal = this.overLimit(name, size);
     if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise<Reply>((resolve, reject) => {
-      const subscribe = name.length >= 9 && name.length <= 10 && SUBSCRIBE_RE.test(name);
+      const pubsub = name.length >= 9 && name.length <= 12 && SUBSCRIBE_RE.test(name) ? name.toLowerCase() : undefined;
+      const subscribe = pubsub !== undefined && ENTERS.has(pubsub);
       const cmd = new Command(name, encoded, resolve, reject, options?.returnBuffers ?? false, options?.blocking ?? false, subscribe, signal, options?.onAttributes);
+      if (pubsub !== undefined) {
+        cmd.confirm = pubsub;
+        if (args.length > 1) cmd.confirmName = String(args[1]);
+      }
       cmd.size = size;
       const patience = options?.patience;
       if (patience !== undefined && this.opts.socketTimeout > 0 && patience > this.opts.socketTimeout) cmd.idleLimit = patience;
@@ -374,15 +394,17 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       }
       this.toWrite.push(cmd);
       this.queuedBytes += size;
-      if (subscribe) {
+      if (pubsub !== undefined) {
         cmd.extras = Math.max(0, args.length - 2);
         // One confirmation arrives per channel; the extra entries absorb them in order.
         for (let i = 2; i < args.length; i++) {
-          const extra = new Command(name, '', () => {}, () => {}, false, false, true, undefined, undefined);
+          const extra = new Command(name, '', () => {}, () => {}, false, false, subscribe, undefined, undefined);
           extra.state = QUEUED;
+          extra.confirm = pubsub;
+          extra.confirmName = String(args[i]);
           this.toWrite.push(extra);
         }
-        this.dirty = true;
+        if (subscribe) this.dirty = true;
       }
       if (!this.flushScheduled) {
         this.flushScheduled = true;
@@ -465,9 +487,12 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   }
 
   private onReply(value: DecodedValue, attrs: Map<Reply, Reply> | undefined): void {
-    if (this.subscribed && this.opts.protocol === 2 && Array.isArray(value) && value.length >= 3 && typeof value[0] === 'string') {
-      // RESP2 pub/sub: messages arrive as ordinary arrays in the reply stream (RESP3 sends them as pushes).
-      if (MESSAGE.has(value[0])) {
+    if (this.subscribed && this.opts.protocol === 2 && Array.isArray(value) && value.length >= 3) {
+      // RESP2 pub/sub: messages arrive as ordinary arrays in the reply stream (RESP3 sends them
+      // as pushes), and so does an unsubscribe the server decides on (a sharded channel's slot
+      // moved away): neither answers the command at the head.
+      const kind = word(value[0]);
+      if (MESSAGE.has(kind) || (CONFIRM.has(kind) && !this.confirms(this.inflight.peek(), kind, value[1]))) {
         this.deliverPush(value);
         return;
       }
@@ -480,7 +505,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     if (cmd.blocking) this.blockingInflight--;
     // A refused SUBSCRIBE (e.g. NOPERM) sends one error, not one reply per channel: drop the placeholders.
     if (cmd.extras > 0 && value instanceof RedisError) for (let i = 0; i < cmd.extras; i++) this.inflight.shift();
-    if (cmd.subscribe && Array.isArray(value) && typeof value[0] === 'string' && CONFIRM.has(value[0])) this.subscribed = true;
+    if (cmd.subscribe && Array.isArray(value) && ENTERS.has(word(value[0]))) this.subscribed = true;
     if (this.pending === 0) {
       if (this.drained !== undefined) this.drained();
       else if (this.opts.pingInterval > 0) this.arm(this.lastActivity + this.opts.pingInterval);
@@ -505,8 +530,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private onPush(value: Reply[]): void {
     // RESP3: subscribe confirmations are pushes, and they complete the SUBSCRIBE command.
     const head = this.inflight.peek();
-    if (head?.subscribe && typeof value[0] === 'string' && CONFIRM.has(value[0])) {
-      this.subscribed = true;
+    if (head?.confirm !== undefined && this.confirms(head, word(value[0]), value[1])) {
+      if (head.subscribe) this.subscribed = true;
       this.inflight.shift();
       if (head.state !== SETTLED) {
         this.settle(head);
@@ -515,6 +540,12 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       return;
     }
     this.deliverPush(value);
+  }
+
+  /** Whether a pub/sub frame of `kind` for `channel` is the confirmation `head` waits for. */
+  private confirms(head: Command | undefined, kind: string, channel: Reply | undefined): boolean {
+    if (head === undefined || head.confirm !== kind) return false;
+    return head.confirmName === undefined || head.confirmName === word(channel);
   }
 
   /**

@@ -19,7 +19,9 @@ export interface CredentialContext {
 
 /** The credentials of one connection. `username` defaults to `default`. */
 export interface Credentials {
+  /** ACL user; omitted means the `default` user. */
   username?: string;
+  /** Sent with AUTH / HELLO only; never shown in errors, events, stats or `util.inspect`. */
   password: string;
 }
 

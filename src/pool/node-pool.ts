@@ -32,10 +32,34 @@ interface LaneSlot {
 
 /** A snapshot of one node pool. */
 export interface NodePoolStats {
+  /** The node these connections go to (for a Sentinel pool: the current master). */
   address: NodeAddress;
+  /** Bumped by every target swap (a Sentinel failover); connections of older generations are discarded. */
   generation: number;
-  lanes: { connected: number; total: number; pending: number };
-  exclusive: { size: number; available: number; borrowed: number; waiting: number; max: number; min: number };
+  /** The multiplexed connections behind `call()` and the helpers. */
+  lanes: {
+    /** Lanes connected now. */
+    connected: number;
+    /** Lanes configured (`pool.lanes`). */
+    total: number;
+    /** Commands written or queued on the lanes and not yet answered. */
+    pending: number;
+  };
+  /** The exclusive connections of `use()`, `multi()` and blocking commands. */
+  exclusive: {
+    /** Exclusive connections open (idle and borrowed). */
+    size: number;
+    /** Idle ones, ready to lend. */
+    available: number;
+    /** Lent out now. */
+    borrowed: number;
+    /** Callers waiting for one. */
+    waiting: number;
+    /** `pool.max`. */
+    max: number;
+    /** `pool.min`. */
+    min: number;
+  };
 }
 
 /**
@@ -244,6 +268,21 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   }
 
   /**
+   * A connection for pub/sub, outside the lanes and the exclusive pool (subscriptions share
+   * it, so it does not count against `pool.max`). It closes with the pool, and at a swap.
+   */
+  async subscriber(): Promise<Connection> {
+    if (this.closed) throw new PoolClosedError();
+    const conn = await this.create();
+    if (this.closed) {
+      conn.destroy();
+      throw new PoolClosedError();
+    }
+    conn.dirty = true;
+    return conn;
+  }
+
+  /**
    * Borrows an exclusive connection (for `use()` and MULTI). Pair with {@link release}. Waits
    * at most `acquireTimeoutMillis`, and never past `deadline` (epoch ms, 0 = none): the call's
    * one deadline covers this wait too.
@@ -336,6 +375,12 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     // No await between the check and send(): a connection lent out meanwhile is not touched.
     for (const conn of this.all) {
       if (this.borrowed.has(conn) || !conn.ready || conn.authEpoch >= epoch) continue;
+      if (conn.subscribedResp2) {
+        // RESP2 refuses AUTH in subscribed mode: the pub/sub hub resubscribes on a new connection,
+        // which logs in with the fresh credentials.
+        conn.destroy(new ConnectionError(`The RESP2 subscriber connection to ${formatAddress(conn.address)} was replaced to log in with new credentials.`, { address: conn.address }));
+        continue;
+      }
       sends.push(this.sendAuth(conn, creds, epoch, deadline));
     }
     const results = await Promise.allSettled(sends);

@@ -14,9 +14,25 @@ export type BatchResult = Array<Reply | Error>;
 /** Events every pool emits. `error` is informational: failures always reach callers as rejections. */
 export interface PoolEvents {
   /** A connection passed its handshake. */
-  connect: [info: { address: NodeAddress; connectionId: number }];
+  connect: [
+    info: {
+      /** The node connected to. */
+      address: NodeAddress;
+      /** Unique per process; the same id appears in the connection's `close` event. */
+      connectionId: number;
+    },
+  ];
   /** A connection closed; `error` is undefined when the pool closed it on purpose. */
-  close: [info: { address: NodeAddress; connectionId: number; error: Error | undefined }];
+  close: [
+    info: {
+      /** The node the connection went to. */
+      address: NodeAddress;
+      /** The id its `connect` event carried. */
+      connectionId: number;
+      /** Why it closed; undefined when the pool closed it on purpose. */
+      error: Error | undefined;
+    },
+  ];
   /** Something failed in the background (a reconnect, a refresh). */
   error: [error: Error];
 }
@@ -431,12 +447,17 @@ export async function runBatchOn(conn: Connection, cmds: Arg[][], call: Resolved
     throw exec;
   }
   if (exec === null) return null;
-  return (exec as Reply[]).map((r) => r as Reply | Error);
+  // A command failing inside EXEC is an element of EXEC's reply, not a reply of its own, so the
+  // connection did not stamp it: name the node, as for any other command's error.
+  return (exec as Reply[]).map((r) => {
+    if (r instanceof RedisError && r.address === undefined) r.address = conn.address;
+    return r as Reply | Error;
+  });
 }
 
 /**
  * The public pool: commands, views, batches, leases and events. Each mode supplies its
- * {@link Dispatcher} and its close/stats.
+ * dispatcher (how commands reach nodes) and its close/stats.
  */
 export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends EventEmitter<Events> {
   protected closed = false;

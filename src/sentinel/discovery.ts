@@ -71,6 +71,7 @@ export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer>
 
 /** Why a sentinel's answer was not accepted. */
 export class RoleMismatchError extends ConnectionError {
+  /** `'RoleMismatchError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
   override name = 'RoleMismatchError';
 }
 

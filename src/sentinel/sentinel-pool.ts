@@ -11,15 +11,21 @@ import { Gate } from './gate.js';
 import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
 import { SentinelWatcher } from './watcher.js';
+import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
+import { installPubSub, type PubSubMethods } from '../pubsub/methods.js';
 
 /** How a master switch was noticed. */
 export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect';
 
 /** Emitted once per master switch, after the pool points at the new master and no command can reach the old one. */
 export interface FailoverEvent {
+  /** The monitored master's name, as given to `create()`. */
   masterName: string;
+  /** The old master. */
   from: NodeAddress;
+  /** The new master, verified with ROLE; commands go here from now on. */
   to: NodeAddress;
+  /** What noticed the switch: a sentinel message, the periodic poll, a READONLY reply, or a reconnect. */
   detectedBy: DetectedBy;
   /** Epoch ms of the switch. */
   at: number;
@@ -27,36 +33,111 @@ export interface FailoverEvent {
 
 /** Events of a {@link SentinelPool}. */
 export interface SentinelEvents extends PoolEvents {
+  /** The pool moved to a new master: once per switch, after no command can reach the old one. */
   failover: [event: FailoverEvent];
   /** A sentinel announced a failover of our master: writes are held (the write fence). */
-  'failover-start': [info: { masterName: string; master: NodeAddress; event: string; at: number }];
+  'failover-start': [
+    info: {
+      /** The monitored master's name. */
+      masterName: string;
+      /** The master being failed over (writes to it are held). */
+      master: NodeAddress;
+      /** The sentinel message that engaged the fence, e.g. `+try-failover`. */
+      event: string;
+      /** Epoch ms. */
+      at: number;
+    },
+  ];
   /** The announced failover aborted or timed out: held commands go back to the old master. */
-  'failover-abort': [info: { masterName: string; master: NodeAddress; reason: string; at: number }];
-  'sentinel-up': [info: { address: NodeAddress; reconnected: boolean }];
-  'sentinel-down': [info: { address: NodeAddress; error: Error }];
+  'failover-abort': [
+    info: {
+      /** The monitored master's name. */
+      masterName: string;
+      /** The master that keeps its role; held commands go back to it. */
+      master: NodeAddress;
+      /** Why the fence was released (an abort message, `fenceTimeout`, the leader reported down). */
+      reason: string;
+      /** Epoch ms. */
+      at: number;
+    },
+  ];
+  /** A subscriber loop connected to a sentinel and subscribed. */
+  'sentinel-up': [
+    info: {
+      /** The sentinel. */
+      address: NodeAddress;
+      /** False the first time, true after a lost connection came back. */
+      reconnected: boolean;
+    },
+  ];
+  /** A subscriber loop lost (or could not reach) its sentinel; it reconnects with backoff. */
+  'sentinel-down': [
+    info: {
+      /** The sentinel. */
+      address: NodeAddress;
+      /** What failed. */
+      error: Error;
+    },
+  ];
   /** A sentinel refused SUBSCRIBE (ACL); it is polled instead. Emitted once per sentinel. */
-  'sentinel-polling': [info: { address: NodeAddress; error: Error }];
+  'sentinel-polling': [
+    info: {
+      /** The sentinel. */
+      address: NodeAddress;
+      /** The refusal (typically `NOPERM`). */
+      error: Error;
+    },
+  ];
   /** A subscriber loop waits `delay` ms before reconnecting (attempt counts from 0). */
-  'sentinel-reconnect': [info: { address: NodeAddress; delay: number; attempt: number }];
+  'sentinel-reconnect': [
+    info: {
+      /** The sentinel. */
+      address: NodeAddress;
+      /** Milliseconds until the next try (exponential backoff with jitter, see `resubscribe`). */
+      delay: number;
+      /** Failed tries so far, from 0. */
+      attempt: number;
+    },
+  ];
 }
 
 /** What `stats()` reports. */
 export interface SentinelStats extends NodePoolStats {
+  /** The monitored master's name. */
   masterName: string;
+  /** The `role` option: whom commands go to. */
   role: 'master' | 'replica';
+  /** The verified master. */
   master: NodeAddress;
   /** 'open' when commands flow; 'held' while a switch is in progress. */
   gate: 'open' | 'held';
+  /** True while the write fence holds writes (a failover was announced and has not completed). */
   fenced: boolean;
+  /** Commands held now (bounded by `maxQueued`). */
   queued: number;
+  /** Master switches since `create()`. */
   switches: number;
+  /** Master re-checks (sentinel query plus ROLE) since `create()`. */
   refreshes: number;
-  sentinels: Array<{ address: NodeAddress; connected: boolean; polling: boolean }>;
+  /** Every sentinel known (given and discovered). */
+  sentinels: Array<{
+    /** The sentinel. */
+    address: NodeAddress;
+    /** Whether its subscriber loop is connected. */
+    connected: boolean;
+    /** Whether it refused SUBSCRIBE and is polled instead. */
+    polling: boolean;
+  }>;
+  /** Healthy replicas (for `role: 'replica'`). */
   replicas: NodeAddress[];
+  /** Whether `close()` was called. */
   closed: boolean;
+  /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
+  pubsub: PubSubStats;
 }
 
 const key = formatAddress;
+
 
 /**
  * A pool for the master (or the replicas) of a Sentinel-managed Redis. Same API as
@@ -89,6 +170,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private replicaRefresh: Promise<void> | undefined;
   private watching: NodeAddress | undefined;
   private readonly closeSignal = new AbortController();
+  private hub: PubSubHub | undefined;
 
   private constructor(o: ResolvedSentinelOptions, master: NodeAddress) {
     super();
@@ -419,7 +501,11 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       this.switches++;
       this.pin = { against: from, until: Date.now() + this.o.fenceTimeout };
       this.gate.open();
-      this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at: Date.now() });
+      const at = Date.now();
+      // Subscribers move with the data connections: the old master may stay a master (and
+      // keep its subscribers) for seconds after the switch, hearing nothing new.
+      this.hub?.replace('failover', at);
+      this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at });
       if (this.o.role === 'replica') this.refreshReplicas();
     } else {
       this.node.reconnectLanes();
@@ -437,6 +523,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     for (const p of this.replicaPools) if (!keep.has(key(p.target))) void p.close(this.o.closeTimeout);
     const existing = new Map(this.replicaPools.filter((p) => keep.has(key(p.target))).map((p) => [key(p.target), p]));
     this.replicaPools = healthy.map((a) => existing.get(key(a)) ?? this.makeNode(a, false));
+    this.hub?.replace('replicas-changed');
   }
 
   private refreshReplicas(): void {
@@ -498,7 +585,26 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       sentinels: [...this.watchers.values()].map((w) => ({ address: { ...w.address }, connected: w.connected, polling: w.polling })),
       replicas: this.replicaPools.map((p) => ({ ...p.target })),
       closed: this.closed,
+      pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
     };
+  }
+
+  /**
+   * @internal Subscriptions go where this pool's commands go: the master, or with
+   * `role: 'replica'` a healthy replica (the one they are on while it stays healthy; the master
+   * when there is none, since every message published there is also sent to the replicas).
+   */
+  pubsubHub(): PubSubHub {
+    this.ensureOpen();
+    return this.hub ??= new PubSubHub({
+      place: (_kind, _name, current) => {
+        if (this.o.role === 'master') return [{ pool: this.node }];
+        const here = current.find((p) => this.replicaPools.includes(p));
+        if (here) return [{ pool: here }];
+        const n = this.replicaPools.length;
+        return [{ pool: n > 0 ? this.replicaPools[this.replicaRr++ % n]! : this.node }];
+      },
+    }, { reconnect: this.o.pool.reconnect, timeout: this.o.data.commandTimeout });
   }
 
   reauthenticate(): Promise<void> {
@@ -513,6 +619,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.closed = true;
+    this.hub?.close();
     this.closing = (async () => {
       if (this.pollTimer) clearInterval(this.pollTimer);
       if (this.fence) clearTimeout(this.fence.timer);
@@ -527,3 +634,6 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     return this.closing;
   }
 }
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface SentinelPool extends PubSubMethods {}
+installPubSub(SentinelPool.prototype, false);

@@ -10,7 +10,7 @@
  *    the NEW master (a crash).
  * 5. Prints every `failover` event with the time from its fault to the first acknowledged
  *    write after it, counts the acknowledged writes the final master lacks (per phase), and
- *    writes `failover-timeline.svg` (ops/s and errors per 100 ms, faults and events marked).
+ *    writes `failover-timeline.svg` (acknowledged writes / s and failed commands per 100 ms, faults and events marked).
  *
  * Everything is stopped at the end, on an error and on Ctrl-C.
  * Environment: DEMO_WORKERS (default 50), DEMO_SVG (output path, default ./failover-timeline.svg).
@@ -419,13 +419,11 @@ async function main(): Promise<void> {
       title: 'redis-ha-pool SentinelPool under a SENTINEL FAILOVER and a SIGKILL of the master',
       subtitle: `${WORKERS} workers of idempotent SETs; ${int(ackN.length)} acked, ${int(errors)} failed, ${int(missing.size)} acked writes missing on the final master; ${BUCKET_MS} ms buckets`,
       xLabel: 'seconds since the load started',
-      leftLabel: 'acknowledged writes / s',
-      rightLabel: `failed commands per ${BUCKET_MS} ms`,
       xMin: 0,
       xMax: Math.ceil(tsec(loadEnd)),
       series: [
-        { name: 'ops/s', color: '#1f77b4', points: opsPts, step: true, fillOpacity: 0.12 },
-        { name: `errors per ${BUCKET_MS} ms`, color: '#d62728', points: errPts, axis: 'right', step: true },
+        { name: 'acknowledged writes / s', color: '#1f77b4', points: opsPts, step: true, fillOpacity: 0.12 },
+        { name: `failed commands per ${BUCKET_MS} ms`, color: '#d62728', points: errPts, axis: 'right', step: true },
       ],
       markers,
     });

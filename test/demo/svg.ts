@@ -3,10 +3,13 @@
  *
  * One chart: a time axis (seconds), up to two y axes (series pick `axis: 'left' | 'right'`),
  * polyline series, and vertical markers whose labels are stacked in rows above the plot so
- * that markers close together in time never print on top of each other.
+ * that markers close together in time never print on top of each other. Each y axis is named
+ * after the series drawn on it, so the axis names and the legend cannot disagree; a title or
+ * subtitle too long for the width wraps onto more lines.
  */
 
 export interface Series {
+  /** Legend entry, and the name of the series' y axis. */
   name: string;
   color: string;
   /** [x, y] points in x order (x in the same unit as the axis, e.g. seconds). */
@@ -33,8 +36,6 @@ export interface ChartOptions {
   title: string;
   subtitle?: string;
   xLabel: string;
-  leftLabel: string;
-  rightLabel?: string;
   series: Series[];
   markers?: Marker[];
   /** Total size in px. Default 1100 x 520. */
@@ -76,6 +77,23 @@ export function shortNumber(n: number): string {
   if (a >= 1e6) return `${trim(n / 1e6)}M`;
   if (a >= 1e3) return `${trim(n / 1e3)}k`;
   return trim(n);
+}
+
+/** Splits `text` into lines of at most `maxWidth` px at `fontSize` (estimated glyph widths). */
+export function wrapText(text: string, fontSize: number, maxWidth: number): string[] {
+  const perLine = Math.max(10, Math.floor(maxWidth / (fontSize * CHAR_W)));
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > perLine) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  if (line !== '') lines.push(line);
+  return lines;
 }
 
 function fmt(n: number): string {
@@ -129,7 +147,9 @@ export function lineChart(o: ChartOptions): string {
     spans.push({ x0, x1, row, lineX });
     return { m, row, anchor, tx: anchor === 'start' ? lineX + 3 : lineX - 3 };
   });
-  const titleH = o.subtitle ? 50 : 34;
+  const titleLines = wrapText(o.title, 16 * 1.1, W - left - 12); // bold: a little wider
+  const subtitleLines = o.subtitle ? wrapText(o.subtitle, 12, W - left - 12) : [];
+  const titleH = 12 + titleLines.length * 20 + subtitleLines.length * 16 + 6;
   const top = titleH + rows * rowH + 8;
   const legendH = 26;
   const bottom = 46 + legendH;
@@ -145,8 +165,10 @@ export function lineChart(o: ChartOptions): string {
   const out: string[] = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`);
   out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
-  out.push(`<text x="${left}" y="22" ${FONT} font-size="16" font-weight="bold" fill="#222">${escapeXml(o.title)}</text>`);
-  if (o.subtitle) out.push(`<text x="${left}" y="40" ${FONT} font-size="12" fill="#555">${escapeXml(o.subtitle)}</text>`);
+  titleLines.forEach((line, i) => out.push(`<text x="${left}" y="${28 + i * 20}" ${FONT} font-size="16" font-weight="bold" fill="#222">${escapeXml(line)}</text>`));
+  subtitleLines.forEach((line, i) =>
+    out.push(`<text x="${left}" y="${12 + titleLines.length * 20 + 10 + i * 16}" ${FONT} font-size="12" fill="#555">${escapeXml(line)}</text>`),
+  );
 
   // Grid and axes.
   out.push(`<g ${FONT} font-size="11" fill="#444">`);
@@ -165,15 +187,16 @@ export function lineChart(o: ChartOptions): string {
   for (let v = Math.ceil(xMin / xs) * xs; v <= xMax + 1e-9; v += xs) {
     const x = sx(v);
     out.push(`<line x1="${fmt(x)}" y1="${top}" x2="${fmt(x)}" y2="${top + plotH}" stroke="#f0f0f0"/>`);
-    out.push(`<text x="${fmt(x)}" y="${top + plotH + 16}" text-anchor="middle">${fmt(Number(v.toFixed(3)))}</text>`);
+    out.push(`<text x="${fmt(x)}" y="${top + plotH + 18}" text-anchor="middle">${fmt(Number(v.toFixed(3)))}</text>`);
   }
   out.push(`<rect x="${left}" y="${top}" width="${plotW}" height="${plotH}" fill="none" stroke="#999"/>`);
-  out.push(`<text x="${left + plotW / 2}" y="${top + plotH + 34}" text-anchor="middle" font-size="12">${escapeXml(o.xLabel)}</text>`);
+  out.push(`<text x="${left + plotW / 2}" y="${top + plotH + 36}" text-anchor="middle" font-size="12">${escapeXml(o.xLabel)}</text>`);
   const ly = top + plotH / 2;
-  out.push(`<text x="16" y="${ly}" text-anchor="middle" font-size="12" transform="rotate(-90 16 ${ly})">${escapeXml(o.leftLabel)}</text>`);
-  if (hasRight && o.rightLabel) {
+  const axisName = (axis: 'left' | 'right') => o.series.filter((s) => (s.axis ?? 'left') === axis).map((s) => s.name).join(', ');
+  out.push(`<text x="16" y="${ly}" text-anchor="middle" font-size="12" transform="rotate(-90 16 ${ly})">${escapeXml(axisName('left'))}</text>`);
+  if (hasRight) {
     const rx = W - 14;
-    out.push(`<text x="${rx}" y="${ly}" text-anchor="middle" font-size="12" transform="rotate(90 ${rx} ${ly})">${escapeXml(o.rightLabel)}</text>`);
+    out.push(`<text x="${rx}" y="${ly}" text-anchor="middle" font-size="12" transform="rotate(90 ${rx} ${ly})">${escapeXml(axisName('right'))}</text>`);
   }
   out.push('</g>');
 

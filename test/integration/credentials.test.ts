@@ -197,6 +197,33 @@ describe('Standalone: credentials provider', () => {
     }
   });
 
+  it.each([3, 2] as const)('subscriptions follow a rotation over RESP%i (RESP3: AUTH in place; RESP2: a new subscriber connection, reported by resubscribed)', async (protocol) => {
+    await addUser(topo.server, 'subrot', 'old-pw');
+    const r = rotating({ username: 'subrot', password: 'old-pw' });
+    const name = `subrot-${protocol}`;
+    const pool = await StandalonePool.create(topo.address, { credentials: r.provider, clientName: name, protocol });
+    try {
+      const heard: string[] = [];
+      const sub = await pool.subscribe(`rot-ch-${protocol}`, (m) => heard.push(String(m)));
+      const events: Array<{ reason: string }> = [];
+      sub.on('resubscribed', (e) => events.push(e));
+      await topo.server.cli('ACL', 'SETUSER', 'subrot', 'resetpass', '>new-pw');
+      r.set({ username: 'subrot', password: 'new-pw' });
+      await pool.reauthenticate();
+      if (protocol === 2) await waitFor(() => events.length === 1, 'the RESP2 subscriber to be replaced');
+      await pool.publish(`rot-ch-${protocol}`, 'after');
+      await waitFor(() => heard.includes('after'), 'a message after the rotation');
+      expect(events).toHaveLength(protocol === 2 ? 1 : 0);
+      // A subscriber reconnecting now (connection cut) logs in with the new password.
+      await topo.server.cli('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      await waitFor(() => events.length === (protocol === 2 ? 2 : 1), 'resubscribed after the cut');
+      await pool.publish(`rot-ch-${protocol}`, 'after-cut');
+      await waitFor(() => heard.includes('after-cut'), 'a message after the cut');
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('with static credentials reauthenticate() has nothing new to send and resolves', async () => {
     const pool = await StandalonePool.create(topo.address, { username: 'app1', password: 'pw-one' });
     try {

@@ -77,6 +77,13 @@ describe('the npm package', () => {
     for (const dep of ['generic-pool', 'eventemitter3']) expect(existsSync(path.join(project, 'node_modules', dep, 'package.json'))).toBe(true);
   }, TIMEOUT);
 
+  it('passes publint and Are the Types Wrong (every resolution mode finds the right typings)', async () => {
+    // The same check as `npm run check:package`, on the tarball installed above; it exits non-zero on any problem.
+    const { stdout } = await node([path.join(ROOT, 'scripts', 'check-package.mjs'), path.join(tmp, packed.filename)], ROOT);
+    expect(stdout).toContain('All good!');
+    expect(stdout).toContain('No problems found');
+  }, TIMEOUT);
+
   it('loads as ESM (import) and works against a real server', async () => {
     const script = `
       import { StandalonePool, RedisError, PoolClosedError, keySlot } from 'redis-ha-pool';
