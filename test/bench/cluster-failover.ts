@@ -235,6 +235,8 @@ interface RoundResult {
   lagDuring: number;
   firstMoved: number;
   firstTopology: number;
+  /** When the pool's first connection to the promoted replica was up. */
+  laneConnected: number;
   retries: string;
   refreshes: number;
   failed: number;
@@ -302,6 +304,8 @@ async function benchN(n: number): Promise<void> {
     const topologyAt: number[] = [];
     p.on('moved', (m) => moved.push({ at: now(), slot: m.slot, from: m.from.port, to: m.to.port }));
     p.on('topology', () => topologyAt.push(now()));
+    const connects: Array<{ at: number; port: number }> = [];
+    p.on('connect', (c) => connects.push({ at: now(), port: c.address.port }));
     p.on('error', () => undefined);
     writers = Promise.all(
       Array.from({ length: IN_FLIGHT }, async (_, w) => {
@@ -453,6 +457,7 @@ async function benchN(n: number): Promise<void> {
         lagDuring,
         firstMoved: firstMoved ? firstMoved.at - tPromo : NaN,
         firstTopology: topologyAt.length > topo0 ? topologyAt[topo0]! - tPromo : NaN,
+        laneConnected: (connects.find((c) => c.port === replica.port && c.at >= tCmd)?.at ?? NaN) - tPromo,
         retries: `M ${r.moved - q.moved} / CD ${r.clusterdown - q.clusterdown} / C ${r.connection - q.connection} / TA ${r.tryagain - q.tryagain}`,
         refreshes: st1.refreshes - st0.refreshes,
         failed: log.failures.length - failed0,
@@ -461,7 +466,7 @@ async function benchN(n: number): Promise<void> {
       process.stderr.write(
         `  N=${n} #${res.round} ${res.shard}: promoted +${fmtMs(res.promoMs)} ms, old master demoted ${fmtMs(res.demotedMs)} after, resumed +${fmtMs(res.fromCmd)} from cmd / ${fmtMs(res.fromPromo)} from promo ` +
           `(gap ${fmtMs(gap)}); other shards p99 ${fmtMs(before.p99)} -> ${fmtMs(during.p99)} ms (${during.n}), control PING p99 ${fmtMs(controlBefore)} -> ${fmtMs(controlDuring)}, client timer lag max ${fmtMs(lagBefore)} -> ${fmtMs(lagDuring)}; first MOVED ${fmtMs(res.firstMoved)}, ` +
-          `topology ${fmtMs(res.firstTopology)} from promo; ${res.retries}; ${res.refreshes} refreshes; ${res.failed} failed\n`,
+          `topology ${fmtMs(res.firstTopology)}, lane to the new master up ${fmtMs(res.laneConnected)} from promo; ${res.retries}; ${res.refreshes} refreshes; ${res.failed} failed\n`,
       );
     }
     stop = true;
@@ -520,12 +525,12 @@ async function main(): Promise<void> {
   console.log(`node ${sys.node}, ${sys.cpu}, ${sys.cores} cores; started ${started.toISOString()}; load average ${load0} at start, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at end\n`);
   console.log(
     markdownTable(
-      ['masters', '#', 'shard', 'promoted after cmd ms', 'old master demoted after promo ms', 'write gap ms', 'resumed after cmd ms', 'resumed after promo ms', 'first MOVED after promo ms', 'topology event after promo ms', 'other shards p99 before -> during ms', 'control PING p99 before -> during ms', 'client timer lag max before -> during ms', 'retries', 'refreshes', 'failed'],
+      ['masters', '#', 'shard', 'promoted after cmd ms', 'old master demoted after promo ms', 'write gap ms', 'resumed after cmd ms', 'resumed after promo ms', 'first MOVED after promo ms', 'lane to new master up after promo ms', 'topology event after promo ms', 'other shards p99 before -> during ms', 'control PING p99 before -> during ms', 'client timer lag max before -> during ms', 'retries', 'refreshes', 'failed'],
       results.map((r) => [
         String(r.masters), String(r.round), r.shard, fmtMs(r.promoMs), fmtMs(r.demotedMs), fmtMs(r.gapMs), fmtMs(r.fromCmd), fmtMs(r.fromPromo),
-        fmtMs(r.firstMoved), fmtMs(r.firstTopology), `${fmtMs(r.p99Before)} -> ${fmtMs(r.p99During)} (${r.duringN})`, `${fmtMs(r.controlBefore)} -> ${fmtMs(r.controlDuring)}`, `${fmtMs(r.lagBefore)} -> ${fmtMs(r.lagDuring)}`, r.retries, String(r.refreshes), String(r.failed),
+        fmtMs(r.firstMoved), fmtMs(r.laneConnected), fmtMs(r.firstTopology), `${fmtMs(r.p99Before)} -> ${fmtMs(r.p99During)} (${r.duringN})`, `${fmtMs(r.controlBefore)} -> ${fmtMs(r.controlDuring)}`, `${fmtMs(r.lagBefore)} -> ${fmtMs(r.lagDuring)}`, r.retries, String(r.refreshes), String(r.failed),
       ]),
-      ['right', 'right', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left', 'right', 'right'],
+      ['right', 'right', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left', 'right', 'right'],
     ),
   );
   console.log('');
