@@ -2,7 +2,7 @@ import type { Connection } from '../connection/connection.js';
 import { TimeoutError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import { withinDeadline } from '../pool/lane-dispatcher.js';
-import { sendOptions, type BatchResult } from '../pool/surface.js';
+import { batchSendOptions, type BatchResult } from '../pool/surface.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import { giveUpError, newFlight, pastDeadline, retryDelay, takeRedirect, type Flight } from './flight.js';
 import { sendAsking, type FlightRunner } from './flight-runner.js';
@@ -165,11 +165,11 @@ async function sendGroup(runner: FlightRunner, address: NodeAddress, group: Flig
   } catch (err) {
     return group.map(() => err as Error);
   }
-  const opts = sendOptions(call);
+  const optsFor = batchSendOptions(call);
   return Promise.all(
     group.map((f) => {
-      if (f.asking) sendAsking(conn, opts);
-      return settle(conn.send(f.args, opts));
+      if (f.asking) sendAsking(conn, optsFor(undefined));
+      return settle(conn.send(f.args, optsFor(f.args)));
     }),
   );
 }

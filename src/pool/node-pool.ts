@@ -23,6 +23,8 @@ export interface NodePoolHooks {
   handshake?: Arg[][];
   /** Called when a connection of the current generation closes with an error (Sentinel uses it as a re-discovery trigger). */
   onConnectionLost?: (error: Error, conn: Connection) => void;
+  /** Called for every new connection, before anyone uses it (the client-side cache listens to its invalidations). */
+  onConnection?: (conn: Connection) => void;
 }
 
 interface LaneSlot {
@@ -198,6 +200,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       // now, ahead of any command, since nobody holds the connection yet.
       if (epoch < this.authEpoch) void this.refreshAuth(conn).catch((e: Error) => conn.destroy(e));
       this.all.add(conn);
+      this.hooks.onConnection?.(conn);
       conn.once('close', (error) => {
         this.all.delete(conn);
         this.emit('close', { address: conn.address, connectionId: conn.id, generation: conn.generation, error });
@@ -253,6 +256,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
         }
         const old = slot.conn;
         slot.conn = conn;
+        conn.lane = true;
         if (old && old !== conn) this.retire(old);
         return conn;
       },
