@@ -88,10 +88,9 @@ function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
  * `hitsPerTurn` are used up) is served right after the wait, ahead of the budget, so one busy
  * reader cannot starve the others.
  */
-function viaCache(d: Dispatcher, o: CallOptions | undefined, cache: ClientCache, spec: CommandSpec, waited: boolean, rerun: () => Promise<unknown>): Promise<unknown> | undefined {
-  const args = spec.args;
+function viaCache(d: Dispatcher, o: CallOptions | undefined, cache: ClientCache, spec: CommandSpec, args: Arg[], waited: boolean, rerun: () => Promise<unknown>): Promise<unknown> | undefined {
   const r = cache.run(args, () => d.dispatch(args, resolveCall(d, o, undefined)), waited);
-  if (r === YIELD) return cache.nextTurn().then(() => viaCache(d, o, cache, spec, true, rerun) ?? rerun());
+  if (r === YIELD) return cache.nextTurn().then(() => viaCache(d, o, cache, spec, args, true, rerun) ?? rerun());
   if (r instanceof Promise) return spec.transform ? r.then(spec.transform) : r;
   if (r === undefined) return undefined;
   try {
@@ -162,7 +161,7 @@ abstract class Runner<S extends string | Buffer = string> {
       const o = this.callOptions;
       if (o !== undefined && (o.cache === false || o.returnBuffers === true)) cache.noteWrite(args);
       else {
-        const r = viaCache(this.dispatcher, o, cache, spec, false, () => this.runSpec(spec));
+        const r = viaCache(this.dispatcher, o, cache, spec, args, false, () => this.runSpec(spec));
         if (r !== undefined) return r;
       }
     }

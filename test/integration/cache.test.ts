@@ -197,6 +197,16 @@ describe('client-side cache', () => {
     expect(await pool.get('bc:a')).toBe('2');
   });
 
+  it('with keyPrefix the cache holds the prefixed keys, so their invalidations apply', async () => {
+    const pool = await create({}, { keyPrefix: 'kp:' });
+    await write('SET', 'kp:a', 'one');
+    expect(await pool.get('a')).toBe('one');
+    await write('SET', 'kp:a', 'two');
+    await pool.call('PING');
+    expect(await pool.get('a')).toBe('two');
+    expect(pool.stats().cache!.invalidations).toBeGreaterThanOrEqual(1);
+  });
+
   it('refuses bad options with a TypeError naming them, and RESP2', async () => {
     await expect(StandalonePool.create(topo.address, { cache: {} })).rejects.toThrow(/protocol: 3/);
     await expect(StandalonePool.create(topo.address, { protocol: 3, cache: { maxEntries: 0 } })).rejects.toThrow(/cache.maxEntries/);
