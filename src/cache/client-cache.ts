@@ -71,6 +71,8 @@ export class ClientCache {
   private turnStart = 0;
   /** Entries of two-part commands (`GET k`, `HGETALL h`), by lower-case command and key: a hit without building the id. */
   private readonly simple = new Map<string, Map<string, Entry>>();
+  /** The same maps by the command name as callers spell it (`GET`), so a hit needs no lower-casing. */
+  private readonly simpleByRaw = new Map<string, Map<string, Entry>>();
   private readonly counters = { hits: 0, misses: 0, evictions: 0, invalidations: 0 };
   private readonly flushes: Partial<Record<FlushReason, number>> = {};
 
@@ -94,7 +96,7 @@ export class ClientCache {
     const raw = args[0];
     if (typeof raw !== 'string') return undefined;
     // Fast path for the common one-argument reads: their id without building a plan.
-    let e = args.length === 2 && typeof args[1] === 'string' ? this.simple.get(lower(raw))?.get(args[1]) : undefined;
+    let e = args.length === 2 && typeof args[1] === 'string' ? this.simpleMap(raw)?.get(args[1]) : undefined;
     if (e === undefined) {
       const plan = cachePlan(args, this.o.prefixes);
       switch (plan.kind) {
@@ -133,6 +135,33 @@ export class ClientCache {
   noteWrite(args: readonly Arg[]): void {
     const plan = cachePlan(args, this.o.prefixes);
     if (plan.kind === 'write') for (const k of plan.keys) this.invalidateKey(String(k));
+  }
+
+  /**
+   * The hit path alone: the cached reply of a two-part read (`GET k`), YIELD, or undefined when
+   * {@link run} must decide (a miss, another command). No allocation on a hit.
+   */
+  hit(args: readonly Arg[], waited: boolean): Reply | typeof YIELD | undefined {
+    if (args.length !== 2) return undefined;
+    const raw = args[0];
+    const key = args[1];
+    if (typeof raw !== 'string' || typeof key !== 'string') return undefined;
+    const e = this.simpleMap(raw)?.get(key);
+    if (e === undefined) return undefined;
+    if (!waited && this.overTurn()) return YIELD;
+    if (this.o.ttl > 0 && e.expires <= this.turnStart) return undefined;
+    e.used = true;
+    this.counters.hits++;
+    return e.value;
+  }
+
+  private simpleMap(raw: string): Map<string, Entry> | undefined {
+    let m = this.simpleByRaw.get(raw);
+    if (m === undefined) {
+      m = this.simple.get(lower(raw));
+      if (m !== undefined && this.simpleByRaw.size < 256) this.simpleByRaw.set(raw, m);
+    }
+    return m;
   }
 
   private lookupMget(keys: readonly string[]): Reply | typeof MISS | typeof YIELD {
@@ -304,7 +333,8 @@ export class ClientCache {
     this.flushes[reason] = (this.flushes[reason] ?? 0) + 1;
     for (const set of this.pendingByKey.values()) for (const p of set) p.poisoned = true;
     this.entries.clear();
-    this.simple.clear();
+    // Emptied, not dropped: simpleByRaw points at the same maps.
+    for (const m of this.simple.values()) m.clear();
     this.byKey.clear();
     this.byGroup?.clear();
     this.bytes = 0;

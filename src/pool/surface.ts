@@ -89,7 +89,9 @@ function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
  * reader cannot starve the others.
  */
 function viaCache(d: Dispatcher, o: CallOptions | undefined, cache: ClientCache, spec: CommandSpec, args: Arg[], waited: boolean, rerun: () => Promise<unknown>): Promise<unknown> | undefined {
-  const r = cache.run(args, () => d.dispatch(args, resolveCall(d, o, undefined)), waited);
+  // The common hit first, without allocating the send function.
+  const h = cache.hit(args, waited);
+  const r = h !== undefined ? h : cache.run(args, () => d.dispatch(args, resolveCall(d, o, undefined)), waited);
   if (r === YIELD) return cache.nextTurn().then(() => viaCache(d, o, cache, spec, args, true, rerun) ?? rerun());
   if (r instanceof Promise) return spec.transform ? r.then(spec.transform) : r;
   if (r === undefined) return undefined;
