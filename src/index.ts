@@ -31,3 +31,7 @@ export { Subscription, type PubSubMessage, type Listener, type SubscriptionEvent
 export type { SubscriptionOptions, SubscriptionKind } from './pubsub/frames.js';
 export type { PubSubStats } from './pubsub/hub.js';
 export type { PubSubMethods, ShardedPubSubMethods } from './pubsub/methods.js';
+export {
+  DIAGNOSTICS_CHANNELS, type PoolMode, type CommandTraceContext, type ConnectDiagnostic, type CloseDiagnostic, type FailoverDiagnostic,
+  type TopologyDiagnostic, type RedirectDiagnostic, type AcquireDiagnostic,
+} from './diagnostics.js';

@@ -1,4 +1,5 @@
 import type { Connection } from '../connection/connection.js';
+import { sendTraced } from '../diagnostics.js';
 import { TimeoutError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import { withinDeadline } from '../pool/lane-dispatcher.js';
@@ -167,7 +168,7 @@ async function sendGroup(runner: FlightRunner, address: NodeAddress, group: Flig
   return Promise.all(
     group.map((f) => {
       if (f.asking) sendAsking(conn, opts);
-      return settle(conn.send(f.args, opts));
+      return settle(sendTraced(conn, f.args, opts, f.attempts.length + 1, group.length));
     }),
   );
 }

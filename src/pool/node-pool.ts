@@ -5,6 +5,7 @@ import genericPool from 'generic-pool';
 import { Connection } from '../connection/connection.js';
 import type { Credentials } from '../connection/credentials.js';
 import type { ResolvedConnectionOptions } from '../connection/options.js';
+import { acquireInfo, acquireTraced, noteConnection, publishAcquire, publishClose, publishConnect, type PoolMode } from '../diagnostics.js';
 import { AuthenticationError, ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { formatAddress, type Arg, type NodeAddress } from '../types.js';
 import { backoffDelay, sleep } from './backoff.js';
@@ -23,6 +24,8 @@ export interface NodePoolHooks {
   handshake?: Arg[][];
   /** Called when a connection of the current generation closes with an error (Sentinel uses it as a re-discovery trigger). */
   onConnectionLost?: (error: Error, conn: Connection) => void;
+  /** The mode diagnostics_channel payloads report for this pool's connections (default 'standalone'). */
+  mode?: PoolMode;
 }
 
 interface LaneSlot {
@@ -198,11 +201,15 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       // now, ahead of any command, since nobody holds the connection yet.
       if (epoch < this.authEpoch) void this.refreshAuth(conn).catch((e: Error) => conn.destroy(e));
       this.all.add(conn);
+      const mode = this.hooks.mode ?? 'standalone';
+      noteConnection(conn, mode);
       conn.once('close', (error) => {
         this.all.delete(conn);
+        publishClose(conn, mode, error);
         this.emit('close', { address: conn.address, connectionId: conn.id, generation: conn.generation, error });
         if (error && !this.closed && conn.generation === this.gen) this.hooks.onConnectionLost?.(error, conn);
       });
+      publishConnect(conn, mode);
       this.emit('connect', { address: target, connectionId: conn.id, generation: gen });
       return conn;
     }
@@ -288,6 +295,21 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
    * one deadline covers this wait too.
    */
   async acquire(deadline = 0): Promise<Connection> {
+    if (!acquireTraced()) return this.acquireConnection(deadline);
+    const target = this.current;
+    const queued = this.pool.pending;
+    const started = Date.now();
+    try {
+      const conn = await this.acquireConnection(deadline);
+      publishAcquire(acquireInfo(target, this.hooks.mode ?? 'standalone', started, Date.now(), queued));
+      return conn;
+    } catch (err) {
+      publishAcquire(acquireInfo(target, this.hooks.mode ?? 'standalone', started, Date.now(), queued, err));
+      throw err;
+    }
+  }
+
+  private async acquireConnection(deadline: number): Promise<Connection> {
     if (this.closed) throw new PoolClosedError();
     let conn: Connection;
     try {

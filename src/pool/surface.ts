@@ -4,6 +4,7 @@ import { EventEmitter } from 'eventemitter3';
 import type { Connection, SendOptions } from '../connection/connection.js';
 import { blockingSeconds, commandKind, isSubscribeCommand } from '../commands/blocking.js';
 import { HELPERS, installHelpers, type BatchCommands, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
+import { sendTraced } from '../diagnostics.js';
 import { PoolClosedError, RedisError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
@@ -118,7 +119,7 @@ abstract class Runner {
     if (block !== undefined) {
       return abortable(this.dispatcher.lease(undefined, args, call.deadline), call.signal, (h) => h.release()).then(async (h) => {
         try {
-          return applyTransform(spec, await h.conn.send(args, sendOptions(call)));
+          return applyTransform(spec, await sendTraced(h.conn, args, sendOptions(call), 1));
         } finally {
           h.release();
         }
@@ -349,7 +350,7 @@ export class Lease {
     }
     track(this.state, spec.args);
     const call = resolveCall(this.dispatcher, this.callOptions, block);
-    const p = this.conn.send(spec.args, sendOptions(call));
+    const p = sendTraced(this.conn, spec.args, sendOptions(call), 1);
     return spec.transform ? p.then(spec.transform) : p;
   }
 
@@ -430,12 +431,18 @@ export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T
 
 /**
  * Sends a batch on one connection in one write. For a transaction, wraps it in MULTI/EXEC
- * and maps EXEC's reply back to the commands (null when WATCH aborted it).
+ * and maps EXEC's reply back to the commands (null when WATCH aborted it). `attempt` (1 for
+ * the first send of this batch) is what diagnostics_channel reports.
  */
-export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
+export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean, attempt = 1): Promise<BatchResult | null> {
   const opts = sendOptions(call);
-  if (!transaction) return Promise.all(cmds.map((c) => settle(conn.send(c, opts))));
-  const all = await Promise.all([settle(conn.send(['MULTI'], opts)), ...cmds.map((c) => settle(conn.send(c, opts))), settle(conn.send(['EXEC'], opts))]);
+  if (!transaction) return Promise.all(cmds.map((c) => settle(sendTraced(conn, c, opts, attempt, cmds.length))));
+  const n = cmds.length + 2;
+  const all = await Promise.all([
+    settle(sendTraced(conn, ['MULTI'], opts, attempt, n)),
+    ...cmds.map((c) => settle(sendTraced(conn, c, opts, attempt, n))),
+    settle(sendTraced(conn, ['EXEC'], opts, attempt, n)),
+  ]);
   const multi = all[0];
   if (multi instanceof Error) throw multi;
   const exec = all[all.length - 1];

@@ -1,4 +1,5 @@
 import { tlsHint } from '../connection/tls-errors.js';
+import { publishFailover } from '../diagnostics.js';
 import { AllSentinelsDownError, AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
@@ -184,6 +185,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private makeNode(address: NodeAddress, isMaster: boolean): NodePool {
     const node = new NodePool(address, isMaster ? this.o.data : { ...this.o.data, role: 'replica' }, this.o.pool, {
       onConnectionLost: isMaster ? () => this.requestRefresh('reconnect', true) : () => this.refreshReplicas(),
+      mode: 'sentinel',
     });
     node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
     node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
@@ -505,6 +507,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       // Subscribers move with the data connections: the old master may stay a master (and
       // keep its subscribers) for seconds after the switch, hearing nothing new.
       this.hub?.replace('failover', at);
+      publishFailover({ masterName: this.o.masterName, from, to: address, detectedBy: reason, at });
       this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at });
       if (this.o.role === 'replica') this.refreshReplicas();
     } else {
