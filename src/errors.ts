@@ -57,6 +57,30 @@ export class AuthenticationError extends ConnectionError {
   override name = 'AuthenticationError';
 }
 
+/**
+ * A write ran on the master but was not confirmed by enough replicas (`durability` is on): the
+ * master's `WAIT` answered that only {@link replicas} replicas had it when `durability.timeout`
+ * passed, or `WAIT` itself failed (then `cause` is its error and `replicas` is 0). The write is
+ * applied on the master and may be read there, but a crash of that master now could lose it.
+ * It is never re-sent: decide yourself whether to write again, read it back, or alert.
+ */
+export class DurabilityError extends Error {
+  /** `'DurabilityError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
+  override name = 'DurabilityError';
+  /** Replicas that confirmed the write (the reply of `WAIT`; 0 when `WAIT` failed). */
+  readonly replicas: number;
+  /** Replicas that `durability.replicas` asked for. */
+  readonly required: number;
+  /** The master that applied the write. */
+  readonly address: NodeAddress | undefined;
+  constructor(message: string, options: { replicas: number; required: number; address?: NodeAddress; cause?: unknown }) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.replicas = options.replicas;
+    this.required = options.required;
+    this.address = options.address;
+  }
+}
+
 /** A deadline passed: a command timeout, a connect timeout, a socket inactivity timeout. */
 export class TimeoutError extends Error {
   /** `'TimeoutError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */

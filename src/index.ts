@@ -5,16 +5,22 @@
  * @packageDocumentation
  */
 export { StandalonePool, type StandaloneOptions, type StandaloneStats, type CommonOptions } from './standalone.js';
-export { BasePool, Batch, CommandView, Lease, type BatchResult, type PoolEvents } from './pool/surface.js';
+export { BasePool, Batch, CommandView, Lease, type BatchResult, type PoolEvents, type WithOverloads } from './pool/surface.js';
 export type { CallOptions } from './pool/call-options.js';
 export type { PoolOptions } from './pool/options.js';
+export type { DurabilityOptions, DurabilityStats } from './pool/durability.js';
 export type { NodePoolStats } from './pool/node-pool.js';
 export type { ConnectionOptions } from './connection/options.js';
 export type { CredentialsProvider, Credentials, CredentialContext, CredentialRole } from './connection/credentials.js';
-export type { Commands, SetOptions, ScanOptions } from './commands/helpers.js';
+export type {
+  Commands, BatchCommands, ScanIterators, SetOptions, SetToken, GetExOptions, ScanOptions, ZRangeOptions, XAddOptions, XReadOptions, XReadGroupOptions,
+  StreamsToRead, HelperReturn, ArgList, ArgPairs,
+} from './commands/commands.js';
+export type { StreamMessage, StreamMessages } from './commands/replies.js';
+export type { Script, ScriptOptions } from './commands/script.js';
 export type { Address, Arg, NodeAddress, Reply } from './types.js';
 export {
-  RedisError, ConnectionError, UncertainWriteError, AuthenticationError, NodeUnreachableError, TimeoutError, ProtocolError, PoolClosedError,
+  RedisError, ConnectionError, UncertainWriteError, DurabilityError, AuthenticationError, NodeUnreachableError, TimeoutError, ProtocolError, PoolClosedError,
   QueueFullError, SlowConsumerError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
   type RedirectAttempt,
 } from './errors.js';
@@ -31,6 +37,8 @@ export { Subscription, type PubSubMessage, type Listener, type SubscriptionEvent
 export type { SubscriptionOptions, SubscriptionKind } from './pubsub/frames.js';
 export type { PubSubStats } from './pubsub/hub.js';
 export type { PubSubMethods, ShardedPubSubMethods } from './pubsub/methods.js';
+export type { CacheOptions } from './cache/options.js';
+export type { CacheStats, FlushReason } from './cache/client-cache.js';
 export {
   DIAGNOSTICS_CHANNELS, type PoolMode, type CommandTraceContext, type ConnectDiagnostic, type CloseDiagnostic, type FailoverDiagnostic,
   type TopologyDiagnostic, type RedirectDiagnostic, type AcquireDiagnostic,

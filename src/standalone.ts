@@ -4,9 +4,14 @@ import { checkKnown, checkObject } from './options.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from './pool/common-options.js';
 import { LaneDispatcher } from './pool/lane-dispatcher.js';
 import { NodePool, type NodePoolStats } from './pool/node-pool.js';
-import { BasePool, type PoolEvents } from './pool/surface.js';
+import type { DurabilityCounters, DurabilityStats } from './pool/durability.js';
+import { BasePool, type Dispatcher, type PoolEvents } from './pool/surface.js';
+import { CommandRegistry } from './commands/command-table.js';
+import { KeyPrefixer } from './commands/key-prefix.js';
 import type { Address, NodeAddress } from './types.js';
 import { PubSubHub, type PubSubStats } from './pubsub/hub.js';
+import { ClientCache, type CacheStats } from './cache/client-cache.js';
+import { resolveCacheOptions, trackingCommand, type ResolvedCacheOptions } from './cache/options.js';
 import { installPubSub, type PubSubMethods } from './pubsub/methods.js';
 
 /** Options of {@link StandalonePool.create}. */
@@ -16,10 +21,14 @@ export type { CommonOptions } from './pool/common-options.js';
 
 /** What `stats()` reports for a standalone pool. */
 export interface StandaloneStats extends NodePoolStats {
+  /** Durable acknowledgements (all zero while `durability` is off). */
+  durability: DurabilityStats;
   /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
   pubsub: PubSubStats;
+  /** The client-side cache's counters, when `cache` is on. */
+  cache?: CacheStats;
 }
 
 /**
@@ -36,21 +45,29 @@ export class StandalonePool extends BasePool<PoolEvents> {
   protected readonly dispatcher: LaneDispatcher;
   private readonly node: NodePool;
   private readonly closeTimeout: number;
+  private readonly durability: DurabilityCounters;
   private closing: Promise<void> | undefined;
   private hub: PubSubHub | undefined;
   private readonly conn: ResolvedConnectionOptions;
   private readonly common: ResolvedCommonOptions;
 
-  private constructor(address: NodeAddress, conn: ResolvedConnectionOptions, common: ResolvedCommonOptions) {
+  private readonly cache: ClientCache | undefined;
+
+  private constructor(address: NodeAddress, conn: ResolvedConnectionOptions, common: ResolvedCommonOptions, cache: ResolvedCacheOptions | undefined) {
     super();
     this.closeTimeout = common.closeTimeout;
     this.conn = conn;
     this.common = common;
-    this.node = new NodePool(address, conn, common.pool);
+    const c = cache ? new ClientCache(cache) : undefined;
+    this.cache = c;
+    this.node = new NodePool(address, conn, common.pool, c && cache ? { handshake: [trackingCommand(cache)], onConnection: (x) => c.attach(x) } : {});
     this.node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
     this.node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
     this.node.on('error', (e) => this.emit('error', e));
-    this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed, !common.offlineQueue);
+    this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed, !common.offlineQueue, common.durability, common.durabilityCounters);
+    this.durability = common.durabilityCounters;
+    if (c) (this.dispatcher as Dispatcher).cache = c;
+    if (common.keyPrefix) this.keyPrefix = new KeyPrefixer(common.keyPrefix, new CommandRegistry());
   }
 
   /**
@@ -64,7 +81,8 @@ export class StandalonePool extends BasePool<PoolEvents> {
     const parsed = parseAddress(address, 'address');
     const conn = resolveConnectionOptions(options, parsed);
     const common = resolveCommon(options);
-    const pool = new StandalonePool({ host: parsed.host, port: parsed.port }, conn, common);
+    const cache = resolveCacheOptions(options.cache, conn.protocol);
+    const pool = new StandalonePool({ host: parsed.host, port: parsed.port }, conn, common, cache);
     try {
       await pool.node.lane();
     } catch (err) {
@@ -81,7 +99,7 @@ export class StandalonePool extends BasePool<PoolEvents> {
 
   /** Generation, lane state and exclusive pool sizes. */
   stats(): StandaloneStats {
-    return { ...this.node.stats(), closed: this.closed, pubsub: this.hub?.stats() ?? PubSubHub.emptyStats() };
+    return { ...this.node.stats(), durability: this.durability.snapshot(), closed: this.closed, pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(), ...(this.cache ? { cache: this.cache.stats() } : {}) };
   }
 
   /** @internal The subscriptions of this pool, all on the one server. */

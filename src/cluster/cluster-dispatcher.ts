@@ -1,5 +1,6 @@
 import type { CommandInfo } from '../commands/command-table.js';
 import type { ResolvedCall } from '../pool/call-options.js';
+import type { Durability, DurabilityCounters } from '../pool/durability.js';
 import type { BatchResult, Dispatcher, LeaseHandle } from '../pool/surface.js';
 import { withinDeadline } from '../pool/lane-dispatcher.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
@@ -34,11 +35,16 @@ export type { ClusterHost } from './cluster-host.js';
  */
 export class ClusterDispatcher implements Dispatcher {
   readonly commandTimeout: number;
+  /** Writes go to masters only; each node's lane flush gets its own WAIT. */
+  readonly durability: Durability | undefined;
+  readonly durabilityCounters: DurabilityCounters;
   private readonly router: Router;
   private readonly runner: FlightRunner;
 
   constructor(private readonly h: ClusterHost) {
     this.commandTimeout = h.o.data.commandTimeout;
+    this.durability = h.o.durability;
+    this.durabilityCounters = h.o.durabilityCounters;
     this.router = new Router(h.registry, h.o, () => h.topology.map);
     this.runner = new FlightRunner(h, this.router);
   }

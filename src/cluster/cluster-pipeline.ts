@@ -3,7 +3,7 @@ import { sendTraced } from '../diagnostics.js';
 import { TimeoutError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import { withinDeadline } from '../pool/lane-dispatcher.js';
-import { sendOptions, type BatchResult } from '../pool/surface.js';
+import { batchSendOptions, type BatchResult } from '../pool/surface.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import { giveUpError, newFlight, pastDeadline, retryDelay, takeRedirect, type Flight } from './flight.js';
 import { sendAsking, type FlightRunner } from './flight-runner.js';
@@ -164,11 +164,11 @@ async function sendGroup(runner: FlightRunner, address: NodeAddress, group: Flig
   } catch (err) {
     return group.map(() => err as Error);
   }
-  const opts = sendOptions(call);
+  const optsFor = batchSendOptions(call);
   return Promise.all(
     group.map((f) => {
-      if (f.asking) sendAsking(conn, opts);
-      return settle(sendTraced(conn, f.args, opts, f.attempts.length + 1, group.length));
+      if (f.asking) sendAsking(conn, optsFor(undefined));
+      return settle(sendTraced(conn, f.args, optsFor(f.args), f.attempts.length + 1, group.length));
     }),
   );
 }

@@ -3,9 +3,12 @@ import { Connection } from '../connection/connection.js';
 import { publishRedirect, publishTopology } from '../diagnostics.js';
 import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { HELPERS, type ScanOptions } from '../commands/helpers.js';
+import { KeyPrefixer } from '../commands/key-prefix.js';
+import { prefixedScan } from '../commands/scan-iterators.js';
 import type { NodePool, NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
-import { BasePool, resolveCall, type PoolEvents } from '../pool/surface.js';
+import type { DurabilityStats } from '../pool/durability.js';
+import { BasePool, resolveCall, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import type { Address, NodeAddress } from '../types.js';
 import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
 import { resolveClusterOptions, type ClusterOptions, type ResolvedClusterOptions } from './options.js';
@@ -14,6 +17,8 @@ import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
 import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
 import type { Arg } from '../types.js';
 import { clusterPlacement } from './cluster-pubsub.js';
+import { ClientCache, type CacheStats } from '../cache/client-cache.js';
+import { keySlot, SLOT_COUNT } from './slot.js';
 
 /** Events of a {@link ClusterPool}. */
 export interface ClusterEvents extends PoolEvents {
@@ -89,10 +94,14 @@ export interface ClusterStats {
   refreshes: number;
   /** Whether the server's COMMAND table was loaded (else the built-in one is used). */
   liveCommandTable: boolean;
+  /** Durable acknowledgements over every master (all zero while `durability` is off). */
+  durability: DurabilityStats;
   /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`/`ssubscribe()`. */
   pubsub: PubSubStats;
+  /** The client-side cache's counters, when `cache` is on. */
+  cache?: CacheStats;
 }
 
 /**
@@ -131,11 +140,15 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   private readonly redirects = { moved: 0, ask: 0, tryagain: 0, clusterdown: 0, connection: 0 };
   private closing: Promise<void> | undefined;
   private hub: PubSubHub | undefined;
+  private readonly cache: ClientCache | undefined;
 
   private constructor(o: ResolvedClusterOptions) {
     super();
     this.o = o;
+    const cache = o.cache ? new ClientCache(o.cache, keySlot) : undefined;
+    this.cache = cache;
     this.topology = new Topology(o, {
+      ...(cache ? { onConnection: (c: Connection) => cache.attach(c) } : {}),
       onChange: (change) => {
         publishTopology(change);
         this.emit('topology', change);
@@ -165,6 +178,36 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       },
     };
     this.dispatcher = new ClusterDispatcher(host);
+    // The router's own registry: a live COMMAND table loaded later serves both.
+    if (o.keyPrefix) this.keyPrefix = new KeyPrefixer(o.keyPrefix, this.registry);
+    if (cache) {
+      (this.dispatcher as Dispatcher).cache = cache;
+      this.watchSlotsForCache(cache);
+    }
+  }
+
+  /**
+   * A slot that moved away from a node is no longer tracked by the node that will be asked
+   * about it: its entries go, at every map change (MOVED patch, refresh, failover).
+   */
+  private watchSlotsForCache(cache: ClientCache): void {
+    let before = this.topology.map;
+    const watch = (): void => {
+      this.topology.changed.addEventListener('abort', () => {
+        if (this.closed) return;
+        const after = this.topology.map;
+        if (cache.size > 0) {
+          const moved = new Set<number>();
+          for (let slot = 0; slot < SLOT_COUNT; slot++) {
+            if (before.shardForSlot(slot)?.master.key !== after.shardForSlot(slot)?.master.key) moved.add(slot);
+          }
+          cache.flushGroups(moved, 'slot-moved');
+        }
+        before = after;
+        watch();
+      }, { once: true });
+    };
+    watch();
   }
 
   private watchPool(pool: NodePool): void {
@@ -261,19 +304,21 @@ export class ClusterPool extends BasePool<ClusterEvents> {
 
   /**
    * Iterates over every key of every master (SCAN on each in turn). A key is seen once unless
-   * its slot migrates during the walk.
+   * its slot migrates during the walk. With a `keyPrefix`, only keys under the prefix are
+   * scanned (`match` applies after it) and they are yielded without it.
    */
   override async *scanIterator(options?: ScanOptions): AsyncIterableIterator<string> {
     this.ensureOpen();
+    const o = prefixedScan(options, this.keyPrefix);
     const masters = this.topology.map.masters({ withSlots: true });
     for (const m of masters) {
       let cursor = '0';
       do {
-        const spec = HELPERS.scan(cursor, options);
+        const spec = HELPERS.scan(cursor, o);
         const reply = await this.dispatcher.sendTo(m, spec.args, resolveCall(this.dispatcher, this.callOptions, undefined));
         const [next, keys] = spec.transform!(reply) as [string, string[]];
         cursor = next;
-        for (const k of keys) yield k;
+        for (const k of keys) yield this.keyPrefix ? this.keyPrefix.strip(k) : k;
       } while (cursor !== '0');
     }
   }
@@ -289,8 +334,10 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       redirects: { ...this.redirects },
       refreshes: this.topology.refreshes,
       liveCommandTable: this.registry.hasLiveTable,
+      durability: this.o.durabilityCounters.snapshot(),
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
+      ...(this.cache ? { cache: this.cache.stats() } : {}),
     };
   }
 

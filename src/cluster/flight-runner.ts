@@ -17,7 +17,8 @@ import { slotNotServed, type Router } from './route.js';
  * should it fail, the command that follows gets the redirect or error that reports it.
  */
 export function sendAsking(conn: Connection, opts: SendOptions): void {
-  conn.send(['ASKING'], opts).catch(() => {});
+  // ASKING writes nothing: it never waits for replicas, even ahead of a durable write.
+  conn.send(['ASKING'], opts.durable === undefined ? opts : { ...opts, durable: undefined }).catch(() => {});
 }
 
 /**

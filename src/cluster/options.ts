@@ -5,7 +5,9 @@ import type { BackoffOptions } from '../pool/backoff.js';
 import type { ResolvedPoolOptions } from '../pool/options.js';
 import { resolveNatMap, type NatMap } from '../nat-map.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
+import type { Durability, DurabilityCounters } from '../pool/durability.js';
 import type { Address, NodeAddress } from '../types.js';
+import { resolveCacheOptions, type ResolvedCacheOptions } from '../cache/options.js';
 
 /** Where read-only commands go. */
 export type ReadFrom = 'master' | 'replica' | 'prefer-replica';
@@ -67,6 +69,13 @@ export interface ResolvedClusterOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** '' when there is none. */
+  keyPrefix: string;
+  /** Client-side cache settings; undefined when off. */
+  cache: ResolvedCacheOptions | undefined;
+  /** The `durability` option (undefined = off) and the pool's counters of it. */
+  durability: Durability | undefined;
+  durabilityCounters: DurabilityCounters;
   maxRedirections: number;
   minRefreshInterval: number;
   refreshInterval: number;
@@ -118,6 +127,10 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    keyPrefix: common.keyPrefix,
+    cache: resolveCacheOptions(o.cache, data.protocol),
+    durability: common.durability,
+    durabilityCounters: common.durabilityCounters,
     maxRedirections: o.maxRedirections ?? 16,
     minRefreshInterval: o.refresh?.minInterval ?? 200,
     refreshInterval: o.refresh?.interval ?? 30000,

@@ -6,6 +6,7 @@ import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.
 import type { ResolvedClusterOptions } from './options.js';
 import { slotMapFromShards, slotMapFromSlots, SlotMap, type ClusterNode } from './slot-map.js';
 import { SLOT_COUNT } from './slot.js';
+import { trackingCommand } from '../cache/options.js';
 
 /** What a refresh changed. */
 export interface TopologyChange {
@@ -22,6 +23,8 @@ export interface TopologyHooks {
   onChange(change: TopologyChange): void;
   onNodeError(address: NodeAddress, error: Error): void;
   onPoolCreated(pool: NodePool): void;
+  /** Every new connection of a node pool, before use (the client-side cache listens to it). */
+  onConnection?(conn: Connection): void;
 }
 
 /** Floor of the trouble polling period, for `refresh.minInterval: 0`. */
@@ -209,6 +212,7 @@ export class Topology {
     p = new NodePool({ host: address.host, port: address.port }, this.o.data, this.o.pool, {
       handshake: nodeHandshake(this.o),
       mode: 'cluster',
+      onConnection: this.hooks.onConnection ? (c) => this.hooks.onConnection!(c) : undefined,
       onConnectionLost: (error) => {
         this.hooks.onNodeError({ host: address.host, port: address.port }, error);
         this.requestRefresh();
@@ -407,7 +411,9 @@ export class Topology {
  * keeps working without a new pool.
  */
 export function nodeHandshake(o: ResolvedClusterOptions): Arg[][] {
-  return o.readFrom === 'master' ? [] : [['READONLY']];
+  const steps: Arg[][] = o.readFrom === 'master' ? [] : [['READONLY']];
+  if (o.cache) steps.push(trackingCommand(o.cache));
+  return steps;
 }
 
 /** Role and health of every node, for noticing changes that move no slot. */

@@ -211,20 +211,27 @@ function int(a: Arg | undefined): number {
   return /^-?\d+$/.test(s) ? Number(s) : NaN;
 }
 
+/** Positions `from`, `from + 1`, … `to` (inclusive). */
+function span(from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let i = from; i <= to; i++) out.push(i);
+  return out;
+}
+
 /** `args[numkeysAt]` keys starting right after it. A bad count yields no keys: the server will reply with the error. */
-function numkeys(args: readonly Arg[], numkeysAt: number): Arg[] {
+function numkeys(args: readonly Arg[], numkeysAt: number): number[] {
   const n = int(args[numkeysAt]);
   if (!(n >= 0) || numkeysAt + 1 + n > args.length) return [];
-  return args.slice(numkeysAt + 1, numkeysAt + 1 + n);
+  return span(numkeysAt + 1, numkeysAt + n);
 }
 
-function storeThenNumkeys(args: readonly Arg[]): Arg[] {
+function storeThenNumkeys(args: readonly Arg[]): number[] {
   const sources = numkeys(args, 2);
   // With a bad count the command is invalid, and Redis reports no keys at all.
-  return sources.length ? [args[1]!, ...sources] : [];
+  return sources.length ? [1, ...sources] : [];
 }
 
-function xreadKeys(args: readonly Arg[]): Arg[] {
+function xreadKeys(args: readonly Arg[]): number[] {
   // Walk the options instead of searching for "STREAMS": a group, consumer or stream can be
   // named "streams" too (the same reasoning as Redis's own xreadGetKeys).
   let streams = -1;
@@ -240,26 +247,26 @@ function xreadKeys(args: readonly Arg[]): Arg[] {
   }
   const rest = args.length - streams - 1;
   if (streams === -1 || rest === 0 || rest % 2 !== 0) return [];
-  return args.slice(streams + 1, streams + 1 + rest / 2);
+  return span(streams + 1, streams + rest / 2);
 }
 
-function sortKeys(args: readonly Arg[], withStore: boolean): Arg[] {
+function sortKeys(args: readonly Arg[], withStore: boolean): number[] {
   if (args.length < 2) return [];
-  const keys: Arg[] = [args[1]!];
+  const keys: number[] = [1];
   if (!withStore) return keys;
   // As Redis's sortGetKeys: skip option arguments, and the *last* STORE wins.
-  let store: Arg | undefined;
+  let store: number | undefined;
   for (let i = 2; i < args.length; i++) {
     const a = lower(args[i]);
     if (a === 'limit') i += 2;
     else if (a === 'get' || a === 'by') i += 1;
-    else if (a === 'store' && i + 1 < args.length) store = args[++i];
+    else if (a === 'store' && i + 1 < args.length) store = ++i;
   }
   if (store !== undefined) keys.push(store);
   return keys;
 }
 
-function migrateKeys(args: readonly Arg[]): Arg[] {
+function migrateKeys(args: readonly Arg[]): number[] {
   // MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw] [AUTH2 user pw] [KEYS k…]
   for (let i = 6; i < args.length; i++) {
     const a = lower(args[i]);
@@ -267,15 +274,15 @@ function migrateKeys(args: readonly Arg[]): Arg[] {
     else if (a === 'auth2') i += 2;
     else if (a === 'keys') {
       // Redis rejects KEYS unless the single-key slot is empty, and reports no keys then.
-      return lower(args[3]) === '' ? args.slice(i + 1) : [];
+      return lower(args[3]) === '' ? span(i + 1, args.length - 1) : [];
     }
   }
-  return args.length > 3 ? [args[3]!] : [];
+  return args.length > 3 ? [3] : [];
 }
 
-/** Hand-written extractors for movable-keys commands, mirroring Redis's `*GetKeys` procs. */
+/** Hand-written extractors for movable-keys commands, mirroring Redis's `*GetKeys` procs; they answer positions. */
 // A Map, not an object literal: a command named `constructor` must not find Object's.
-const MOVABLE = new Map<string, (args: readonly Arg[]) => Arg[]>(Object.entries({
+const MOVABLE = new Map<string, (args: readonly Arg[]) => number[]>(Object.entries({
   eval: (a) => numkeys(a, 2),
   evalsha: (a) => numkeys(a, 2),
   eval_ro: (a) => numkeys(a, 2),
@@ -301,12 +308,12 @@ const MOVABLE = new Map<string, (args: readonly Arg[]) => Arg[]>(Object.entries(
   sort: (a) => sortKeys(a, true),
   sort_ro: (a) => sortKeys(a, false),
   migrate: migrateKeys,
-} satisfies Record<string, (args: readonly Arg[]) => Arg[]>));
+} satisfies Record<string, (args: readonly Arg[]) => number[]>));
 
-/** Interprets Redis 7 key specs the way `getKeysUsingKeySpecs` in db.c does. */
-function keysFromSpecs(specs: readonly KeySpec[], args: readonly Arg[]): Arg[] {
+/** Interprets Redis 7 key specs the way `getKeysUsingKeySpecs` in db.c does; answers positions. */
+function keysFromSpecs(specs: readonly KeySpec[], args: readonly Arg[]): number[] {
   const argc = args.length;
-  const out: Arg[] = [];
+  const out: number[] = [];
   for (const spec of specs) {
     let first = 0;
     const bs = spec.beginSearch;
@@ -342,15 +349,17 @@ function keysFromSpecs(specs: readonly KeySpec[], args: readonly Arg[]): Arg[] {
     } else continue;
     // Out of bounds means a syntax error the server will report; contribute no keys.
     if (last >= argc || last < first || first >= argc || step < 1) continue;
-    for (let i = first; i <= last; i += step) out.push(args[i]!);
+    for (let i = first; i <= last; i += step) out.push(i);
   }
   return out;
 }
 
 /**
- * The key arguments of a command, in order. `args[0]` is the command name (and `args[1]` the
- * subcommand of a container command such as `OBJECT ENCODING key`; pass the parent's info and
- * the subcommand's is used).
+ * The positions of the key arguments of a command, in order. `args[0]` is the command name
+ * (and `args[1]` the subcommand of a container command such as `OBJECT ENCODING key`; pass
+ * the parent's info and the subcommand's is used). The cluster router reads the keys at these
+ * positions to pick a slot, and `keyPrefix` prefixes the arguments at these positions, so a
+ * prefixed key always routes to its own slot.
  *
  * Movable-keys commands are handled by hand (EVAL*, FCALL*, Z*STORE/ZUNION/ZINTER/ZDIFF,
  * *INTERCARD, *MPOP, XREAD[GROUP], SORT[_RO], MIGRATE); other movable-keys commands use
@@ -363,7 +372,7 @@ function keysFromSpecs(specs: readonly KeySpec[], args: readonly Arg[]): Arg[] {
  * are routed by slot exactly like keys, although `COMMAND GETKEYS` leaves them out
  * (their key specs are flagged `not_key`).
  */
-export function commandKeys(info: CommandInfo | undefined, args: readonly Arg[]): Arg[] {
+export function commandKeyPositions(info: CommandInfo | undefined, args: readonly Arg[]): number[] {
   if (args.length === 0) return [];
   const name = lower(args[0]);
   const special = MOVABLE.get(name);
@@ -374,9 +383,14 @@ export function commandKeys(info: CommandInfo | undefined, args: readonly Arg[])
   if (info.firstKey <= 0) return [];
   const last = info.lastKey < 0 ? args.length + info.lastKey : Math.min(info.lastKey, args.length - 1);
   const step = info.step > 0 ? info.step : 1;
-  const out: Arg[] = [];
-  for (let i = info.firstKey; i <= last; i += step) out.push(args[i]!);
+  const out: number[] = [];
+  for (let i = info.firstKey; i <= last; i += step) out.push(i);
   return out;
+}
+
+/** The key arguments of a command, in order: the arguments at {@link commandKeyPositions}. */
+export function commandKeys(info: CommandInfo | undefined, args: readonly Arg[]): Arg[] {
+  return commandKeyPositions(info, args).map((i) => args[i]!);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -428,6 +442,12 @@ export class CommandRegistry {
   keys(args: readonly Arg[]): Arg[] {
     if (args.length === 0) return [];
     return commandKeys(this.get(lower(args[0])), args);
+  }
+
+  /** The positions of the key arguments of `args`; see {@link commandKeyPositions}. */
+  keyPositions(args: readonly Arg[]): number[] {
+    if (args.length === 0) return [];
+    return commandKeyPositions(this.get(lower(args[0])), args);
   }
 }
 

@@ -14,6 +14,8 @@ import type { ResolvedConnectionOptions } from './options.js';
 import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
 import { scheduleFlush, type Flushable } from './flush-scheduler.js';
 import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
+import type { Durability } from './durability.js';
+import { Confirmations, type ConfirmationHost, type DurableCommand } from './confirmations.js';
 
 /** Per-command options understood by a connection. */
 export interface SendOptions {
@@ -35,6 +37,11 @@ export interface SendOptions {
    * command's reply is the one awaited. The default `commandTimeout` never does.
    */
   patience?: number;
+  /**
+   * A write that must reach replicas before it resolves: a WAIT follows the flush that carries
+   * it, and its reply is held until that WAIT answers (see durability.ts).
+   */
+  durable?: Durability;
 }
 
 /** Events of one connection. */
@@ -49,7 +56,7 @@ const QUEUED = 0;
 const WRITTEN = 1;
 const SETTLED = 2;
 
-class Command {
+class Command implements DurableCommand {
   state = QUEUED;
   /** SUBSCRIBE to n channels: n-1 placeholder entries follow this one to absorb the extra confirmations. */
   extras = 0;
@@ -59,6 +66,12 @@ class Command {
   size = 0;
   /** Inactivity allowed while this is the reply awaited, when longer than socketTimeout; 0 = socketTimeout. */
   idleLimit = 0;
+  /** Durable write: what it asks of the replicas. */
+  durable: Durability | undefined = undefined;
+  /** Durable write whose reply arrived and is held until its WAIT answers. */
+  confirming = false;
+  reply: Reply = null;
+  attrs: Map<Reply, Reply> | undefined = undefined;
   /** For (P|S)(UN)SUBSCRIBE: the confirmation this entry waits for (`subscribe`, `sunsubscribe` …). */
   confirm: string | undefined;
   /** …and the channel it names; undefined matches any (UNSUBSCRIBE without arguments). */
@@ -104,6 +117,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   generation = 0;
   /** Set when the owner must not reuse it (e.g. it entered pub/sub mode). */
   dirty = false;
+  /** Set by the owner once it served as a multiplexed lane (the client-side cache flushes when one is lost). */
+  lane = false;
   readonly address: NodeAddress;
   private readonly label: string;
   private readonly socket: net.Socket;
@@ -135,6 +150,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private inMulti = false;
   /** Set by the owner: the re-authentication round its credentials come from. */
   authEpoch = 0;
+  /** The WAITs of durable writes (see confirmations.ts). */
+  private readonly confirmations: Confirmations<Command>;
   /**
    * Decode every reply and push as Buffers (a subscriber connection whose messages must stay
    * binary-safe; channel names are then Buffers too).
@@ -147,6 +164,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.label = formatAddress(address);
     this.opts = opts;
     this.socket = socket;
+    this.confirmations = new Confirmations<Command>(this.confirmationHost());
     this.decoder = new RespDecoder({
       maxReplyBytes: opts.maxReplyBytes,
       onReply: (v, attrs) => this.onReply(v, attrs),
@@ -392,6 +410,11 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
         signal.addEventListener('abort', onAbort, { once: true });
         cmd.abort = () => signal.removeEventListener('abort', onAbort);
       }
+      const durable = options?.durable;
+      if (durable !== undefined) {
+        cmd.durable = durable;
+        this.confirmations.add(cmd);
+      }
       this.toWrite.push(cmd);
       this.queuedBytes += size;
       if (pubsub !== undefined) {
@@ -428,8 +451,10 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
 
   private trackTransaction(name: string): void {
     const upper = name.toUpperCase();
-    if (upper === 'MULTI') this.inMulti = true;
-    else if (upper === 'EXEC' || upper === 'DISCARD' || upper === 'RESET') this.inMulti = false;
+    if (upper === 'MULTI') {
+      this.confirmations.beforeMulti();
+      this.inMulti = true;
+    } else if (upper === 'EXEC' || upper === 'DISCARD' || upper === 'RESET') this.inMulti = false;
   }
 
   /** @internal Called by the flush scheduler. */
@@ -441,6 +466,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.flushScheduled = false;
     // Backpressure: while the socket's buffer is full, commands wait here (bounded by maxPending*).
     if (this.isClosed || this.toWrite.length === 0 || this.awaitingDrain) return;
+    this.confirmations.beforeFlush();
     const batch = this.toWrite;
     this.toWrite = [];
     this.queuedBytes = 0;
@@ -511,6 +537,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       else if (this.opts.pingInterval > 0) this.arm(this.lastActivity + this.opts.pingInterval);
     }
     if (cmd.state === SETTLED) return; // its caller gave up (timeout or abort); the late reply is dropped
+    // A durable write ran on this node; it resolves when its WAIT says enough replicas have it.
+    if (cmd.durable !== undefined && this.confirmations.hold(cmd, value, attrs)) return;
     this.settle(cmd);
     if (value instanceof RedisError) {
       value.address = this.address;
@@ -580,6 +608,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     const queued = this.toWrite;
     this.toWrite = [];
     this.queuedBytes = 0;
+    this.confirmations.dropUnsent();
     for (const cmd of queued) {
       if (cmd.state === SETTLED) continue;
       this.settle(cmd);
@@ -625,13 +654,16 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       if (cmd.timer <= now) {
         const sent = cmd.state === WRITTEN;
         this.expire(cmd, new TimeoutError(
-          `${cmd.name} to ${this.label} got no reply within its timeout; ${sent ? 'it was sent and may have executed' : 'it was not sent'}.`,
+          cmd.confirming
+            ? `${cmd.name} ran on ${this.label}, but the WAIT confirming its replication did not answer within its timeout; it was not re-sent.`
+            : `${cmd.name} to ${this.label} got no reply within its timeout; ${sent ? 'it was sent and may have executed' : 'it was not sent'}.`,
           { address: this.address, sent },
         ));
       } else if (cmd.timer < next) next = cmd.timer;
     };
     for (const cmd of this.inflight) check(cmd);
     for (const cmd of [...this.toWrite]) check(cmd);
+    this.confirmations.forEachHeld(check);
     const st = this.opts.socketTimeout;
     if (st > 0 && this.inflight.length > 0 && this.blockingInflight === 0) {
       const idleSince = this.lastActivity;
@@ -650,6 +682,34 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       else next = Math.min(next, this.lastActivity + pi);
     }
     if (next !== Infinity) this.arm(next);
+  }
+
+  /** What confirmations.ts may do to this connection. */
+  private confirmationHost(): ConfirmationHost<Command> {
+    return {
+      label: this.label,
+      address: this.address,
+      isClosed: () => this.isClosed,
+      settled: (c: Command) => c.state === SETTLED,
+      written: (c: Command) => c.state === WRITTEN,
+      settle: (c: Command) => this.settle(c),
+      queueWait: (args: Arg[], timeout: number, onReply: (v: Reply) => void, onError: (e: Error) => void) => {
+        const encoded = encodeCommand(args);
+        const wait = new Command('WAIT', encoded, onReply, onError, false, false, false, undefined, undefined);
+        wait.size = typeof encoded === 'string' ? encoded.length : partsSize(encoded);
+        // The server holds the reply up to `timeout`: that silence is not a dead socket.
+        if (this.opts.socketTimeout > 0) wait.idleLimit = this.opts.socketTimeout + timeout;
+        this.toWrite.push(wait);
+        this.queuedBytes += wait.size;
+      },
+      flushSoon: () => {
+        if (!this.flushScheduled && this.toWrite.length > 0) {
+          this.flushScheduled = true;
+          scheduleFlush(this);
+        }
+      },
+      rethrow: rethrowLater,
+    };
   }
 
   /** Sends the heartbeat PING; no reply within `pingInterval` closes the connection. */
@@ -687,6 +747,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       this.settle(cmd);
       cmd.reject(new UncertainWriteError(`${cmd.name} was sent to ${label} but the connection closed before its reply${why}; it may have executed.`, { cause: error, address: this.address }));
     }
+    this.confirmations.closed(why, error);
     this.dropQueued((cmd) => new ConnectionError(`${cmd.name} was not sent: the connection to ${label} closed${why}.`, { cause: error, address: this.address }));
     if (!this.usable.signal.aborted) this.usable.abort(error ?? new ConnectionError(`Connection to ${this.label} was closed.`, { address: this.address }));
     this.emit('close', error);
@@ -696,12 +757,14 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   /** Waits for every pending reply (bounded by `timeoutMs`), then closes. */
   async close(timeoutMs = 0): Promise<void> {
     if (this.isClosed) return;
-    if (this.pending > 0 && timeoutMs > 0) {
+    const until = Date.now() + timeoutMs;
+    // Again while something is pending: a WAIT's reply can queue the next WAIT (durability).
+    while (this.pending > 0 && timeoutMs > 0 && !this.isClosed && Date.now() < until) {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         this.drained = resolve;
         this.once('close', () => resolve());
-        timer = setTimeout(resolve, timeoutMs);
+        timer = setTimeout(resolve, Math.max(0, until - Date.now()));
       });
       clearTimeout(timer);
       this.drained = undefined;

@@ -1,4 +1,6 @@
 import { checkBoolean, checkKnown, checkNumber, checkObject } from '../options.js';
+import type { Durability } from '../connection/durability.js';
+import { checkDurability, type DurabilityOptions } from './durability.js';
 
 /** Per-call options, given through `pool.with(options)` so they can never be mistaken for command arguments. */
 export interface CallOptions {
@@ -10,6 +12,13 @@ export interface CallOptions {
   returnBuffers?: boolean;
   /** The command may run twice without harm: retry it on a new connection even when it may have executed. */
   idempotent?: boolean;
+  /** `false`: this call bypasses the client-side cache (it neither reads nor fills it). Default true when the pool has `cache`. */
+  cache?: boolean;
+  /**
+   * This call's writes resolve only once `replicas` replicas confirmed them (see the pool option
+   * `durability`); `false` turns the pool's `durability` off for this call.
+   */
+  durability?: DurabilityOptions | false;
 }
 
 /** Call options after validation, with an absolute deadline. Also the options a connection's `send` reads. */
@@ -25,15 +34,21 @@ export interface ResolvedCall {
   budget: number;
   /** The caller's own `timeout` (0 when the default `commandTimeout` applies): only it stretches `socketTimeout`. */
   patience: number;
+  /** What this call's writes ask of the replicas (the pool's `durability` or the call's own); undefined = off. */
+  durability?: Durability | undefined;
+  /** Set on the call of a write that needs its WAIT: what the connection reads. */
+  durable?: Durability | undefined;
 }
 
 /** Validates per-call options. */
 export function checkCallOptions(o: CallOptions): void {
   checkObject('with(options)', o);
-  checkKnown('with', o, ['signal', 'timeout', 'returnBuffers', 'idempotent']);
+  checkKnown('with', o, ['signal', 'timeout', 'returnBuffers', 'idempotent', 'cache', 'durability']);
+  checkBoolean('with.cache', o.cache);
   checkNumber('with.timeout', o.timeout);
   checkBoolean('with.returnBuffers', o.returnBuffers);
   checkBoolean('with.idempotent', o.idempotent);
+  checkDurability('with.durability', o.durability, true);
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new TypeError('Option with.signal must be an AbortSignal.');
 }
 

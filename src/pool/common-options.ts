@@ -1,6 +1,8 @@
 import { MAX_TIMER } from '../connection/options.js';
 import { checkBoolean, checkNumber } from '../options.js';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './options.js';
+import type { CacheOptions } from '../cache/options.js';
+import { DurabilityCounters, resolveDurability, type Durability, type DurabilityOptions } from './durability.js';
 
 /** Options of every mode besides the connection options. */
 export interface CommonOptions {
@@ -15,6 +17,27 @@ export interface CommonOptions {
    * pool keeps reconnecting in the background: fail fast, for callers with a fallback.
    */
   offlineQueue?: boolean;
+  /**
+   * Prepended to every key argument (as ioredis's `keyPrefix`), found at the key positions of
+   * the command table, the same ones the cluster router reads: a prefixed key routes to the
+   * slot of its prefixed name. `scanIterator` scans only the prefix's keys and yields them
+   * without it. Not applied to channels, to patterns of KEYS/SCAN, to commands the table does
+   * not know (modules), or to replies (BLPOP answers the prefixed key name). Default: none.
+   */
+  keyPrefix?: string;
+  /**
+   * Client-side cache of cacheable reads, invalidated by the server (`CLIENT TRACKING`, RESP3
+   * only: `protocol: 3`). Off by default; see the README's "Client-side cache".
+   */
+  cache?: CacheOptions;
+  /**
+   * Durable acknowledgements (off by default): a write resolves only once `replicas` replicas
+   * confirmed it, which the pool asks with one `WAIT replicas timeout` after each flush of writes
+   * on a connection (one replication round trip per batch, not per command). Fewer replicas
+   * within `timeout` ms rejects each write of that batch with `DurabilityError` (applied on the
+   * master, not confirmed, never re-sent). Per call: `pool.with({ durability })`, `false` for off.
+   */
+  durability?: DurabilityOptions;
 }
 
 /** @internal */
@@ -22,14 +45,28 @@ export interface ResolvedCommonOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** '' when there is none. */
+  keyPrefix: string;
+  /** undefined when off; counts into `durabilityCounters` either way. */
+  durability: Durability | undefined;
+  durabilityCounters: DurabilityCounters;
 }
 
 /** @internal Option names of {@link CommonOptions}. */
-export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue'] as const;
+export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue', 'cache', 'durability', 'keyPrefix'] as const;
 
 /** @internal Validates and splits the options shared by all modes. */
 export function resolveCommon(o: CommonOptions): ResolvedCommonOptions {
   checkNumber('closeTimeout', o.closeTimeout, { max: MAX_TIMER });
   checkBoolean('offlineQueue', o.offlineQueue);
-  return { pool: resolvePoolOptions(o.pool), closeTimeout: o.closeTimeout ?? 5000, offlineQueue: o.offlineQueue ?? true };
+  if (o.keyPrefix !== undefined && typeof o.keyPrefix !== 'string') throw new TypeError(`Option keyPrefix must be a string (got ${o.keyPrefix === null ? 'null' : typeof o.keyPrefix}).`);
+  const durabilityCounters = new DurabilityCounters();
+  return {
+    pool: resolvePoolOptions(o.pool),
+    closeTimeout: o.closeTimeout ?? 5000,
+    offlineQueue: o.offlineQueue ?? true,
+    durability: resolveDurability(o.durability, durabilityCounters),
+    durabilityCounters,
+    keyPrefix: o.keyPrefix ?? '',
+  };
 }

@@ -5,6 +5,7 @@ import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.
 import type { Connection } from '../connection/connection.js';
 import { remaining, type ResolvedCall } from './call-options.js';
 import type { NodePool } from './node-pool.js';
+import type { Durability, DurabilityCounters } from './durability.js';
 import { runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseHandle } from './surface.js';
 
 /**
@@ -78,6 +79,8 @@ export class LaneDispatcher implements Dispatcher {
     private readonly retryWindow: number,
     private readonly isClosed: () => boolean,
     protected readonly failFast = false,
+    readonly durability: Durability | undefined = undefined,
+    readonly durabilityCounters: DurabilityCounters | undefined = undefined,
   ) {}
 
   dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {

@@ -24,6 +24,8 @@ export interface NodePoolHooks {
   handshake?: Arg[][];
   /** Called when a connection of the current generation closes with an error (Sentinel uses it as a re-discovery trigger). */
   onConnectionLost?: (error: Error, conn: Connection) => void;
+  /** Called for every new connection, before anyone uses it (the client-side cache listens to its invalidations). */
+  onConnection?: (conn: Connection) => void;
   /** The mode diagnostics_channel payloads report for this pool's connections (default 'standalone'). */
   mode?: PoolMode;
 }
@@ -201,6 +203,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       // now, ahead of any command, since nobody holds the connection yet.
       if (epoch < this.authEpoch) void this.refreshAuth(conn).catch((e: Error) => conn.destroy(e));
       this.all.add(conn);
+      this.hooks.onConnection?.(conn);
       const mode = this.hooks.mode ?? 'standalone';
       noteConnection(conn, mode);
       conn.once('close', (error) => {
@@ -260,6 +263,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
         }
         const old = slot.conn;
         slot.conn = conn;
+        conn.lane = true;
         if (old && old !== conn) this.retire(old);
         return conn;
       },

@@ -3,11 +3,17 @@ import { settle } from './settle.js';
 import { EventEmitter } from 'eventemitter3';
 import type { Connection, SendOptions } from '../connection/connection.js';
 import { blockingSeconds, commandKind, isSubscribeCommand } from '../commands/blocking.js';
-import { HELPERS, installHelpers, type BatchCommands, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
+import { installHelpers, type BatchCommands, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
+import type { ScanIterators } from '../commands/commands.js';
+import type { KeyPrefixer } from '../commands/key-prefix.js';
+import { hscanEach, scanKeys, sscanEach, zscanEach } from '../commands/scan-iterators.js';
+import { bindScript, defineScript, ScriptDefinition, type Script, type ScriptOptions, type Scripting } from '../commands/script.js';
 import { sendTraced } from '../diagnostics.js';
 import { PoolClosedError, RedisError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
+import { YIELD, type ClientCache } from '../cache/client-cache.js';
+import { effectiveDurability, isDurableWrite, type Durability, type DurabilityCounters } from './durability.js';
 
 /** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
 export type BatchResult = Array<Reply | Error>;
@@ -57,6 +63,42 @@ export interface Dispatcher {
   lease(key: Arg | undefined, args?: readonly Arg[], deadline?: number): Promise<LeaseHandle>;
   /** Default deadline of a call in ms (0 = none). */
   readonly commandTimeout: number;
+  /**
+   * The pool's `durability` (undefined = off, and always for dispatchers that only read, such as
+   * Sentinel `role: 'replica'`: a WAIT never goes to a replica).
+   */
+  readonly durability?: Durability | undefined;
+  /** True when this dispatcher talks to replicas only: no call's `durability` applies (WAIT there would fail). */
+  readonly replicasOnly?: boolean;
+  /** Where a call's own `with({ durability })` is counted (the pool's stats), also while the pool's is off. */
+  readonly durabilityCounters?: DurabilityCounters;
+  /** The pool's client-side cache, when `cache` is on (`call()` and the helpers go through it). */
+  cache?: ClientCache;
+}
+
+/** Commands sent around the client-side cache drop the entries of the keys they write. */
+function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
+  const cache = d.cache;
+  if (cache !== undefined) for (const c of cmds) cache.noteWrite(c);
+  return cmds;
+}
+
+/**
+ * A call through the client-side cache: the cached reply, the server's (kept), or undefined
+ * when the cache has nothing to do with it. A call told to wait for the next turn (the turn's
+ * `hitsPerTurn` are used up) is served right after the wait, ahead of the budget, so one busy
+ * reader cannot starve the others.
+ */
+function viaCache(d: Dispatcher, o: CallOptions | undefined, cache: ClientCache, spec: CommandSpec, args: Arg[], waited: boolean, rerun: () => Promise<unknown>): Promise<unknown> | undefined {
+  const r = cache.run(args, () => d.dispatch(args, resolveCall(d, o, undefined)), waited);
+  if (r === YIELD) return cache.nextTurn().then(() => viaCache(d, o, cache, spec, args, true, rerun) ?? rerun());
+  if (r instanceof Promise) return spec.transform ? r.then(spec.transform) : r;
+  if (r === undefined) return undefined;
+  try {
+    return Promise.resolve(spec.transform ? spec.transform(r) : r);
+  } catch (e) {
+    return Promise.reject(e);
+  }
 }
 
 /** Builds the resolved options of one call. */
@@ -72,7 +114,15 @@ export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs
     blocking,
     budget,
     patience: o?.timeout !== undefined ? budget : 0,
+    durability: o?.durability === undefined || d.replicasOnly ? d.durability : effectiveDurability(d.durability, o.durability, d.durabilityCounters),
+    durable: undefined,
   };
+}
+
+/** Marks `call` as the call of a durable write when it asks for durability and `args` writes. */
+export function markDurable(call: ResolvedCall, args: readonly Arg[]): ResolvedCall {
+  if (call.durability !== undefined && isDurableWrite(args)) call.durable = call.durability;
+  return call;
 }
 
 function applyTransform(spec: CommandSpec, value: Reply): unknown {
@@ -84,9 +134,11 @@ function applyTransform(spec: CommandSpec, value: Reply): unknown {
  * `multi`, `use`. Blocking commands are sent on an exclusive connection automatically so
  * they never stall the multiplexed lane.
  */
-abstract class Runner {
+abstract class Runner<S extends string | Buffer = string> {
   protected abstract readonly dispatcher: Dispatcher;
   protected abstract readonly callOptions: CallOptions | undefined;
+  /** The pool's `keyPrefix`, applied to every command's keys. */
+  protected abstract readonly keyPrefix: KeyPrefixer | undefined;
   protected abstract ensureOpen(): void;
 
   /**
@@ -104,7 +156,16 @@ abstract class Runner {
     } catch (e) {
       return Promise.reject(e);
     }
-    const args = spec.args;
+    const args = this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args;
+    const cache = this.dispatcher.cache;
+    if (cache !== undefined) {
+      const o = this.callOptions;
+      if (o !== undefined && (o.cache === false || o.returnBuffers === true)) cache.noteWrite(args);
+      else {
+        const r = viaCache(this.dispatcher, o, cache, spec, args, false, () => this.runSpec(spec));
+        if (r !== undefined) return r;
+      }
+    }
     const kind = commandKind(args[0]!);
     if (kind === 'subscribe') {
       return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
@@ -115,7 +176,8 @@ abstract class Runner {
     } catch (e) {
       return Promise.reject(e);
     }
-    const call = resolveCall(this.dispatcher, this.callOptions, block);
+    const call = markDurable(resolveCall(this.dispatcher, this.callOptions, block), args);
+    if (spec.deadline) call.deadline = spec.deadline;
     if (block !== undefined) {
       return abortable(this.dispatcher.lease(undefined, args, call.deadline), call.signal, (h) => h.release()).then(async (h) => {
         try {
@@ -131,30 +193,55 @@ abstract class Runner {
 
   /** Queues commands and sends them in one write; `exec()` gives each command's value or error, in order. */
   pipeline(): Batch<BatchResult> {
-    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen());
+    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen(), this.keyPrefix);
   }
 
   /** MULTI/EXEC on one exclusive connection; `exec()` resolves to the results, or null if a WATCH aborted it. */
   multi(): Batch<BatchResult | null> {
-    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen());
+    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen(), this.keyPrefix);
   }
 
   /**
    * Iterates over every key (matching `match` / `type`) with SCAN, fetching `count` keys per
-   * step. In a cluster it walks every master.
+   * step. In a cluster it walks every master. With a `keyPrefix`, only keys under the prefix
+   * are scanned (`match` applies after it) and they are yielded without it.
    */
-  async *scanIterator(options?: ScanOptions): AsyncIterableIterator<string> {
-    let cursor = '0';
-    do {
-      const [next, keys] = (await this.runSpec(HELPERS.scan(cursor, options))) as [string, string[]];
-      cursor = next;
-      for (const k of keys) yield k;
-    } while (cursor !== '0');
+  scanIterator(options?: ScanOptions): AsyncIterableIterator<S> {
+    return scanKeys((spec) => this.runSpec(spec), options, this.keyPrefix) as AsyncIterableIterator<S>;
+  }
+
+  /** Every [field, value] of a hash, with HSCAN (`match` filters fields). */
+  hscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[field: string, value: S]> {
+    return hscanEach((spec) => this.runSpec(spec), key, options) as AsyncIterableIterator<[string, S]>;
+  }
+
+  /** Every member of a set, with SSCAN. */
+  sscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<S> {
+    return sscanEach((spec) => this.runSpec(spec), key, options) as AsyncIterableIterator<S>;
+  }
+
+  /** Every [member, score] of a sorted set, with ZSCAN. */
+  zscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[member: S, score: number]> {
+    return zscanEach((spec) => this.runSpec(spec), key, options) as AsyncIterableIterator<[S, number]>;
+  }
+
+  /** See {@link Scripting.script}. */
+  script(source: string, options: ScriptOptions): Script {
+    const def = defineScript(source, options);
+    return bindScript(def, (spec) => this.runSpec(spec), () => resolveCall(this.dispatcher, this.callOptions, undefined).deadline || undefined);
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-interface Runner extends Commands {}
+interface Runner<S extends string | Buffer = string> extends Commands<S>, ScanIterators<S>, Scripting {}
 installHelpers(Runner.prototype, 'runSpec');
+
+/**
+ * Gives `proto` the Runner's own methods `names`: they read only `dispatcher`, `callOptions`,
+ * `keyPrefix` and `runSpec`, which pools and leases have too, so the code is shared.
+ */
+function shareRunner(proto: object, names: ReadonlyArray<'scanIterator' | 'hscanIterator' | 'sscanIterator' | 'zscanIterator' | 'script'>): void {
+  for (const name of names) Object.defineProperty(proto, name, { value: Runner.prototype[name], writable: true, configurable: true });
+}
 
 /**
  * `p`, or the signal's reason as soon as it aborts; a value that arrives after the abort is
@@ -187,18 +274,46 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, discard: (
   });
 }
 
+/**
+ * Send options per command of a batch sent with `call`: a write carries the call's durability
+ * (the connection appends one WAIT to the flush, so the whole batch costs one replication round
+ * trip); anything else, or `undefined` (MULTI, ASKING), does not.
+ */
+export function batchSendOptions(call: ResolvedCall): (args: readonly Arg[] | undefined) => SendOptions {
+  const plain = sendOptions(call.durable === undefined ? call : { ...call, durable: undefined });
+  if (call.durability === undefined) return () => plain;
+  const durable = sendOptions({ ...call, durable: call.durability });
+  return (args) => (args !== undefined && isDurableWrite(args) ? durable : plain);
+}
+
 /** Send options of one call: a resolved call already has the shape a connection reads (absolute deadline included). */
 export function sendOptions(call: ResolvedCall): SendOptions {
   return call;
 }
 
+/**
+ * What `with(options)` returns: a view whose bulk strings are Buffers with `returnBuffers:
+ * true`, strings with `false`, and as before (`S`) when the option is not given.
+ */
+export interface WithOverloads<S extends string | Buffer, V extends 'view' | 'lease'> {
+  /** The same commands with these options merged in; bulk strings come back (and are typed) as Buffers. */
+  with(options: CallOptions & { returnBuffers: true }): V extends 'view' ? CommandView<Buffer> : Lease<Buffer>;
+  /** The same commands with these options merged in; bulk strings come back as strings. */
+  with(options: CallOptions & { returnBuffers: false }): V extends 'view' ? CommandView<string> : Lease<string>;
+  /** The same commands with these options merged in; replies keep this view's type. */
+  with(options: CallOptions & { returnBuffers?: undefined }): V extends 'view' ? CommandView<S> : Lease<S>;
+  /** The same commands with these options merged in (`returnBuffers` not known until run time). */
+  with(options: CallOptions): V extends 'view' ? CommandView<string | Buffer> : Lease<string | Buffer>;
+}
+
 /** `pool.with(options)`: the same commands, with per-call options applied. */
-export class CommandView extends Runner {
+export class CommandView<S extends string | Buffer = string> extends Runner<S> {
   /** @internal */
   constructor(
     protected readonly dispatcher: Dispatcher,
     protected readonly callOptions: CallOptions,
     private readonly open: () => void,
+    protected readonly keyPrefix: KeyPrefixer | undefined,
   ) {
     super();
   }
@@ -206,15 +321,17 @@ export class CommandView extends Runner {
     this.open();
   }
   /** Another view with these options merged in. */
-  with(options: CallOptions): CommandView {
+  with(options: CallOptions): CommandView<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
     checkCallOptions(options);
-    return new CommandView(this.dispatcher, { ...this.callOptions, ...options }, this.open);
+    return new CommandView(this.dispatcher, { ...this.callOptions, ...options }, this.open, this.keyPrefix);
   }
   /** Exclusive borrow, with this view's options applied to the lease's commands. */
-  use<T>(fn: (lease: Lease) => Promise<T>, options?: { key?: Arg }): Promise<T> {
-    return useLease(this.dispatcher, fn, options?.key, this.callOptions, this.open);
+  use<T>(fn: (lease: Lease<S>) => Promise<T>, options?: { key?: Arg }): Promise<T> {
+    return useLease(this.dispatcher, fn as (lease: Lease) => Promise<T>, options?.key, this.callOptions, this.open, this.keyPrefix);
   }
 }
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface CommandView<S extends string | Buffer = string> extends WithOverloads<S, 'view'> {}
 
 /**
  * A queue of commands sent together. Helpers and `call()` chain; `exec()` sends them.
@@ -232,6 +349,7 @@ export class Batch<R extends BatchResult | null = BatchResult | null> {
     private readonly callOptions: CallOptions | undefined,
     private readonly transaction: boolean,
     private readonly open: () => void,
+    private readonly keyPrefix: KeyPrefixer | undefined = undefined,
   ) {}
 
   /** Number of queued commands. */
@@ -244,11 +362,24 @@ export class Batch<R extends BatchResult | null = BatchResult | null> {
     return this.queueSpec({ args: [command, ...args] });
   }
 
+  /**
+   * Queues a script made by `pool.script()` as EVAL with its source: an entry of a batch that
+   * got NOSCRIPT could not be sent again without reordering the batch, so batches never send
+   * EVALSHA (a script is cached by its first run either way).
+   */
+  runScript(script: Script, ...keysAndArgs: Arg[]): this {
+    if (typeof script !== 'function' || typeof script.source !== 'string' || typeof script.keys !== 'number') {
+      throw new TypeError('runScript(script, ...keysAndArgs) needs a script made by pool.script(source, { keys }).');
+    }
+    const def = new ScriptDefinition(script.source, script.keys, script.readOnly === true);
+    return this.queueSpec(def.eval(def.check(keysAndArgs)));
+  }
+
   /** @internal */
   queueSpec(spec: CommandSpec): this {
     if (this.done) throw new TypeError('This batch was already executed; create a new one.');
     if (isSubscribeCommand(spec.args)) throw new TypeError(`${String(spec.args[0])} cannot run in a ${this.transaction ? 'transaction' : 'pipeline'}; use pool.use(lease => lease.subscribe(...)).`);
-    this.cmds.push(spec.args);
+    this.cmds.push(this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args);
     this.specs.push(spec);
     return this;
   }
@@ -271,7 +402,7 @@ export class Batch<R extends BatchResult | null = BatchResult | null> {
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface Batch<R extends BatchResult | null = BatchResult | null> extends BatchCommands<Batch<R>> {}
-installHelpers(Batch.prototype, 'queueSpec');
+installHelpers(Batch.prototype, 'queueSpec', false);
 
 /** What a lease did to its connection that the next borrower must not inherit. */
 interface LeaseState {
@@ -281,6 +412,8 @@ interface LeaseState {
   /** MULTI without EXEC/DISCARD, SELECT, CLIENT …, HELLO, AUTH, RESET: the connection is closed instead of reused. */
   dirty: boolean;
   inMulti: boolean;
+  /** A write was queued in the open MULTI: its EXEC needs a WAIT (with durability on). */
+  multiWrites: boolean;
 }
 
 /** Notes the connection state a command leaves behind (upper-cased name). */
@@ -303,13 +436,14 @@ function track(state: LeaseState, args: readonly Arg[]): void {
  * borrower: a WATCH is undone with UNWATCH, and a connection left in MULTI, switched to another
  * database, renamed or subscribed is closed instead of reused.
  */
-export class Lease {
+export class Lease<S extends string | Buffer = string> {
   /** @internal */
   constructor(
     private readonly conn: Connection,
     private readonly dispatcher: Dispatcher,
     private readonly callOptions: CallOptions | undefined,
-    private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false },
+    private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false, multiWrites: false },
+    private readonly keyPrefix: KeyPrefixer | undefined = undefined,
   ) {}
 
   /** The node this connection talks to. */
@@ -348,27 +482,46 @@ export class Lease {
     } catch (e) {
       return Promise.reject(e);
     }
-    track(this.state, spec.args);
+    const args = this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args;
+    const inMulti = this.state.inMulti;
+    track(this.state, args);
     const call = resolveCall(this.dispatcher, this.callOptions, block);
-    const p = sendTraced(this.conn, spec.args, sendOptions(call), 1);
+    if (spec.deadline) call.deadline = spec.deadline;
+    this.dispatcher.cache?.noteWrite(args);
+    if (call.durability !== undefined) this.markLeaseDurable(call, args, inMulti);
+    const p = sendTraced(this.conn, args, sendOptions(call), 1);
     return spec.transform ? p.then(spec.transform) : p;
   }
 
+  /**
+   * With durability, a lease's writes get their WAIT like any other: a write sent on its own,
+   * or the EXEC of a MULTI that queued writes (inside the transaction a WAIT would be queued too).
+   */
+  private markLeaseDurable(call: ResolvedCall, args: readonly Arg[], inMulti: boolean): void {
+    const name = String(args[0]).toUpperCase();
+    if (name === 'MULTI') this.state.multiWrites = false;
+    else if (!inMulti) markDurable(call, args);
+    else if (name === 'EXEC') {
+      if (this.state.multiWrites) call.durable = call.durability;
+    } else if (isDurableWrite(args)) this.state.multiWrites = true;
+  }
+
   /** This lease with per-call options. */
-  with(options: CallOptions): Lease {
+  with(options: CallOptions): Lease<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
     checkCallOptions(options);
-    return new Lease(this.conn, this.dispatcher, { ...this.callOptions, ...options }, this.state);
+    return new Lease(this.conn, this.dispatcher, { ...this.callOptions, ...options }, this.state, this.keyPrefix);
   }
 
   /** A pipeline on this connection. */
   pipeline(): Batch<BatchResult> {
-    return new Batch<BatchResult>((cmds, call) => this.runBatch(cmds, call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.check());
+    return new Batch<BatchResult>((cmds, call) => this.runBatch(cmds, call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.check(), this.keyPrefix);
   }
 
   /** MULTI/EXEC on this connection (after WATCH, if you sent one); null when a WATCHed key changed. */
   multi(): Batch<BatchResult | null> {
-    return new Batch<BatchResult | null>((cmds, call) => this.runBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.check());
+    return new Batch<BatchResult | null>((cmds, call) => this.runBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.check(), this.keyPrefix);
   }
+
 
   private runBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
     for (const c of cmds) track(this.state, c);
@@ -376,7 +529,7 @@ export class Lease {
       // EXEC (or its failure) ends the transaction and every WATCH.
       this.state.watched = false;
     }
-    return runBatchOn(this.conn, cmds, call, transaction);
+    return runBatchOn(this.conn, noteWrites(this.dispatcher, cmds), call, transaction);
   }
 
   /**
@@ -410,17 +563,20 @@ export class Lease {
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface Lease extends Commands {}
+export interface Lease<S extends string | Buffer = string> extends Commands<S>, WithOverloads<S, 'lease'>, ScanIterators<S>, Scripting {}
 installHelpers(Lease.prototype, 'runSpec');
+// On a lease the iterators walk the leased connection's node (one master of a cluster).
+shareRunner(Lease.prototype, ['scanIterator', 'hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);
 
 /** Borrows, runs `fn`, and always gives the connection back (destroyed if it broke). */
-export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T>, key: Arg | undefined, callOptions: CallOptions | undefined, open: () => void): Promise<T> {
+export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T>, key: Arg | undefined, callOptions: CallOptions | undefined, open: () => void, keyPrefix?: KeyPrefixer): Promise<T> {
   open();
   if (typeof fn !== 'function') throw new TypeError('use(fn) needs a function that receives the lease.');
   // pool.with({ timeout }).use(…): that deadline bounds the wait for a connection too.
   const deadline = callOptions?.timeout ? Date.now() + callOptions.timeout : 0;
-  const h = await d.lease(key, undefined, deadline);
-  const lease = new Lease(h.conn, d, callOptions);
+  // In a cluster the key picks the node: the prefixed key is the one the commands will use.
+  const h = await d.lease(key !== undefined && keyPrefix ? keyPrefix.key(key) : key, undefined, deadline);
+  const lease = new Lease(h.conn, d, callOptions, undefined, keyPrefix);
   try {
     return await fn(lease);
   } finally {
@@ -435,13 +591,17 @@ export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T
  * the first send of this batch) is what diagnostics_channel reports.
  */
 export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean, attempt = 1): Promise<BatchResult | null> {
-  const opts = sendOptions(call);
-  if (!transaction) return Promise.all(cmds.map((c) => settle(sendTraced(conn, c, opts, attempt, cmds.length))));
+  const optsFor = batchSendOptions(call);
+  const opts = optsFor(undefined);
+  if (!transaction) return Promise.all(cmds.map((c) => settle(sendTraced(conn, c, optsFor(c), attempt, cmds.length))));
+  // A transaction's writes are applied by EXEC: it carries the WAIT.
+  const write = cmds.find((c) => optsFor(c) !== opts);
+  const execOpts = write === undefined ? opts : optsFor(write);
   const n = cmds.length + 2;
   const all = await Promise.all([
     settle(sendTraced(conn, ['MULTI'], opts, attempt, n)),
     ...cmds.map((c) => settle(sendTraced(conn, c, opts, attempt, n))),
-    settle(sendTraced(conn, ['EXEC'], opts, attempt, n)),
+    settle(sendTraced(conn, ['EXEC'], execOpts, attempt, n)),
   ]);
   const multi = all[0];
   if (multi instanceof Error) throw multi;
@@ -470,6 +630,8 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
   protected closed = false;
   protected abstract readonly dispatcher: Dispatcher;
   protected readonly callOptions: CallOptions | undefined = undefined;
+  /** The `keyPrefix` option, set by each mode's constructor. */
+  protected keyPrefix: KeyPrefixer | undefined = undefined;
 
   protected ensureOpen(): void {
     if (this.closed) throw new PoolClosedError();
@@ -485,10 +647,16 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
     return Runner.prototype.runSpec.call(this as unknown as Runner, spec);
   }
 
-  /** The same commands with per-call options: `pool.with({ signal, timeout, returnBuffers, idempotent }).get(k)`. */
-  with(options: CallOptions): CommandView {
+  /**
+   * The same commands with per-call options: `pool.with({ signal, timeout, returnBuffers, idempotent }).get(k)`.
+   * With `returnBuffers: true` the view's helpers are typed (and answer) with Buffers.
+   */
+  with(options: CallOptions & { returnBuffers: true }): CommandView<Buffer>;
+  with(options: CallOptions & { returnBuffers?: false }): CommandView<string>;
+  with(options: CallOptions): CommandView<string | Buffer>;
+  with(options: CallOptions): CommandView<string | Buffer> {
     checkCallOptions(options);
-    return new CommandView(this.dispatcher, options, () => this.ensureOpen());
+    return new CommandView(this.dispatcher, options, () => this.ensureOpen(), this.keyPrefix);
   }
 
   /** A pipeline: queued commands go out in one write; `exec()` gives each command's value or error. */
@@ -507,13 +675,17 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
    * In a cluster, `{ key }` picks the node that owns the key.
    */
   use<T>(fn: (lease: Lease) => Promise<T>, options?: { key?: Arg }): Promise<T> {
-    return useLease(this.dispatcher, fn, options?.key, undefined, () => this.ensureOpen());
+    return useLease(this.dispatcher, fn, options?.key, undefined, () => this.ensureOpen(), this.keyPrefix);
   }
 
-  /** Iterates over keys with SCAN (every master in a cluster). */
+  /**
+   * Iterates over keys with SCAN (every master in a cluster). With a `keyPrefix`, only keys
+   * under the prefix are scanned (`match` applies after it) and they are yielded without it.
+   */
   scanIterator(options?: ScanOptions): AsyncIterableIterator<string> {
     return Runner.prototype.scanIterator.call(this as unknown as Runner, options);
   }
+
 
   /** Stops new work, lets in-flight commands finish (bounded by `closeTimeout`), then closes every connection and timer. */
   abstract close(): Promise<void>;
@@ -544,5 +716,6 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface BasePool<Events extends PoolEvents = PoolEvents> extends Commands {}
+export interface BasePool<Events extends PoolEvents = PoolEvents> extends Commands, Omit<ScanIterators, 'scanIterator'>, Scripting {}
 installHelpers(BasePool.prototype, 'runSpec');
+shareRunner(BasePool.prototype, ['hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);

@@ -17,7 +17,7 @@ export class MasterDispatcher extends LaneDispatcher {
   private readonly gate: Gate;
   constructor(private readonly pool: SentinelPool) {
     const i = pool.internals;
-    super(i.node, i.o.data.commandTimeout, i.o.data.connectTimeout, i.isClosed, !i.o.offlineQueue);
+    super(i.node, i.o.data.commandTimeout, i.o.data.connectTimeout, i.isClosed, !i.o.offlineQueue, i.o.durability, i.o.durabilityCounters);
     this.gate = i.gate;
   }
 
@@ -124,9 +124,13 @@ export class MasterDispatcher extends LaneDispatcher {
   }
 }
 
-/** Replica-mode dispatch: reads go round robin over healthy replicas, retried on another one when a replica fails. */
+/**
+ * Replica-mode dispatch: reads go round robin over healthy replicas, retried on another one when
+ * a replica fails. It has no `durability`: a WAIT is never sent to a replica.
+ */
 export class ReplicaDispatcher implements Dispatcher {
   readonly commandTimeout: number;
+  readonly replicasOnly = true;
   constructor(private readonly pool: SentinelPool) {
     this.commandTimeout = pool.internals.o.data.commandTimeout;
   }

@@ -5,11 +5,13 @@ import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf, checkSt
 import type { BackoffOptions } from '../pool/backoff.js';
 import type { ResolvedPoolOptions } from '../pool/options.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
+import type { Durability, DurabilityCounters } from '../pool/durability.js';
 import { resolveNatMap, type NatMap } from '../nat-map.js';
 import type { Address, NodeAddress } from '../types.js';
 
 export type { NatMap } from '../nat-map.js';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
+import { resolveCacheOptions, type ResolvedCacheOptions } from '../cache/options.js';
 
 /** Options of {@link SentinelPool.create}. Time values are in milliseconds. */
 export interface SentinelOptions extends ConnectionOptions, CommonOptions {
@@ -73,6 +75,13 @@ export interface ResolvedSentinelOptions {
   pool: ResolvedPoolOptions;
   closeTimeout: number;
   offlineQueue: boolean;
+  /** '' when there is none. */
+  keyPrefix: string;
+  /** Client-side cache settings; undefined when off. */
+  cache: ResolvedCacheOptions | undefined;
+  /** The `durability` option (undefined = off) and the pool's counters of it. */
+  durability: Durability | undefined;
+  durabilityCounters: DurabilityCounters;
   resubscribe: BackoffOptions;
   pollInterval: number;
   sentinelPollInterval: number;
@@ -149,6 +158,10 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,
+    keyPrefix: common.keyPrefix,
+    cache: resolveCacheOptions(o.cache, data.protocol),
+    durability: common.durability,
+    durabilityCounters: common.durabilityCounters,
     resubscribe: { initialDelay: o.resubscribe?.initialDelay ?? 100, maxDelay: o.resubscribe?.maxDelay ?? 5000 },
     pollInterval: o.pollInterval ?? 10000,
     sentinelPollInterval: o.sentinelPollInterval ?? 100,

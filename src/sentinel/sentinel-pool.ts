@@ -4,7 +4,10 @@ import { AllSentinelsDownError, AuthenticationError, ConnectionError, RedisError
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
+import type { DurabilityStats } from '../pool/durability.js';
 import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
+import { CommandRegistry } from '../commands/command-table.js';
+import { KeyPrefixer } from '../commands/key-prefix.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
 import { MasterDispatcher, ReplicaDispatcher } from './dispatchers.js';
@@ -13,6 +16,9 @@ import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
 import { SentinelWatcher } from './watcher.js';
 import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
+import { ClientCache, type CacheStats } from '../cache/client-cache.js';
+import { trackingCommand } from '../cache/options.js';
+import type { Connection } from '../connection/connection.js';
 import { installPubSub, type PubSubMethods } from '../pubsub/methods.js';
 
 /** How a master switch was noticed. */
@@ -131,10 +137,14 @@ export interface SentinelStats extends NodePoolStats {
   }>;
   /** Healthy replicas (for `role: 'replica'`). */
   replicas: NodeAddress[];
+  /** Durable acknowledgements (all zero while `durability` is off, and with `role: 'replica'`). */
+  durability: DurabilityStats;
   /** Whether `close()` was called. */
   closed: boolean;
   /** Subscriptions, subscriber connections and messages of `subscribe()`/`psubscribe()`. */
   pubsub: PubSubStats;
+  /** The client-side cache's counters, when `cache` is on. */
+  cache?: CacheStats;
 }
 
 const key = formatAddress;
@@ -172,20 +182,26 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private watching: NodeAddress | undefined;
   private readonly closeSignal = new AbortController();
   private hub: PubSubHub | undefined;
+  private readonly cache: ClientCache | undefined;
 
   private constructor(o: ResolvedSentinelOptions, master: NodeAddress) {
     super();
     this.o = o;
     this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap };
     this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.onGateStall());
+    this.cache = o.cache ? new ClientCache(o.cache) : undefined;
     this.node = this.makeNode(master, true);
     this.dispatcher = o.role === 'replica' ? new ReplicaDispatcher(this) : new MasterDispatcher(this);
+    if (o.keyPrefix) this.keyPrefix = new KeyPrefixer(o.keyPrefix, new CommandRegistry());
+    if (this.cache) this.dispatcher.cache = this.cache;
   }
 
   private makeNode(address: NodeAddress, isMaster: boolean): NodePool {
+    const cache = this.cache;
     const node = new NodePool(address, isMaster ? this.o.data : { ...this.o.data, role: 'replica' }, this.o.pool, {
       onConnectionLost: isMaster ? () => this.requestRefresh('reconnect', true) : () => this.refreshReplicas(),
       mode: 'sentinel',
+      ...(cache && this.o.cache ? { handshake: [trackingCommand(this.o.cache)], onConnection: (c: Connection) => cache.attach(c) } : {}),
     });
     node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
     node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
@@ -508,6 +524,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       // keep its subscribers) for seconds after the switch, hearing nothing new.
       this.hub?.replace('failover', at);
       publishFailover({ masterName: this.o.masterName, from, to: address, detectedBy: reason, at });
+      // Tracking lives on the old master's connections: nothing it cached can be trusted now.
+      this.cache?.flush('failover');
       this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at });
       if (this.o.role === 'replica') this.refreshReplicas();
     } else {
@@ -587,8 +605,10 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       refreshes: this.refreshes,
       sentinels: [...this.watchers.values()].map((w) => ({ address: { ...w.address }, connected: w.connected, polling: w.polling })),
       replicas: this.replicaPools.map((p) => ({ ...p.target })),
+      durability: this.o.durabilityCounters.snapshot(),
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
+      ...(this.cache ? { cache: this.cache.stats() } : {}),
     };
   }
 

@@ -370,7 +370,7 @@ describe('ClusterPool: live slot migration under load', () => {
       for (let i = 0; !stop; i++) {
         const k = mine[i % mine.length]!;
         try {
-          const v = await pool.incr(k);
+          const v = Number(await pool.incr(k));
           expected.set(k, v);
           const got = await pool.get(k);
           if (Number(got) !== v) failures.push(new Error(`${k}: read ${got}, wrote ${v}`));

@@ -518,7 +518,7 @@ export class Load {
       const m = new Monotonic(`${p}ctr:${w}`);
       this.monotonic.push(m);
       this.loop(async () => {
-        const r = await this.op('incr', this.slots(m.key), () => pool.incr(m.key));
+        const r = await this.op('incr', this.slots(m.key), async () => Number(await pool.incr(m.key)));
         if (r.ok) m.ack(r.value);
         return r.ok;
       });

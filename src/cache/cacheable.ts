@@ -1,0 +1,123 @@
+import { builtinCommands, commandKeys } from '../commands/command-table.js';
+import type { Arg } from '../types.js';
+
+/**
+ * Read-only commands of one key whose reply depends only on the key's value and the
+ * arguments: their replies can be kept until the server says the key changed. Left out on
+ * purpose: commands that depend on the clock (TTL, PTTL, EXPIRETIME, OBJECT IDLETIME, GETEX,
+ * which also writes), random ones (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER, RANDOMKEY), scans
+ * (cursors), and anything that writes.
+ */
+export const CACHEABLE: ReadonlySet<string> = new Set([
+  'get', 'strlen', 'getrange', 'getbit', 'bitcount', 'bitpos', 'exists', 'type',
+  'hget', 'hmget', 'hgetall', 'hexists', 'hlen', 'hkeys', 'hvals', 'hstrlen',
+  'smembers', 'sismember', 'smismember', 'scard',
+  'zscore', 'zmscore', 'zrange', 'zrangebyscore', 'zrevrange', 'zrevrangebyscore', 'zrangebylex', 'zrevrangebylex', 'zcard', 'zcount', 'zlexcount', 'zrank', 'zrevrank',
+  'lrange', 'lindex', 'llen', 'lpos',
+]);
+
+/** What a command means to the cache. */
+export type CachePlan =
+  /** A cacheable read of one key: `entry` identifies command and arguments. */
+  | { kind: 'read'; key: string; entry: string }
+  /** MGET: served from (and filling) the GET entries of its keys. */
+  | { kind: 'mget'; keys: string[] }
+  /** A command that may change these keys: their entries go at once (read-your-writes even before the server's invalidation arrives). */
+  | { kind: 'write'; keys: Arg[] }
+  /** Nothing to do with the cache. */
+  | { kind: 'none' };
+
+const NONE: CachePlan = { kind: 'none' };
+const TABLE = builtinCommands();
+const lowerCache = new Map<string, string>();
+
+/** A command name in lower case (memoized: the same few names come by again and again). */
+export function lower(name: string): string {
+  let l = lowerCache.get(name);
+  if (l === undefined) {
+    l = name.toLowerCase();
+    if (lowerCache.size < 1024) lowerCache.set(name, l);
+  }
+  return l;
+}
+
+/** The entry id of `GET k`: one string per command and argument list (lengths keep `a b` and `a\0b` apart). */
+export function entryId(name: string, args: readonly Arg[]): string {
+  if (args.length === 2) return `${name} ${String(args[1])}`;
+  let id = name;
+  for (let i = 1; i < args.length; i++) {
+    const s = String(args[i]);
+    id += ` ${s.length}:${s}`;
+  }
+  return id;
+}
+
+/**
+ * Says what the cache does with a command. Reads are cached only when every argument is a
+ * string or a number (a Buffer key is left to the server), and, with `prefixes`, only for
+ * keys under one of them.
+ */
+export function cachePlan(args: readonly Arg[], prefixes: readonly string[] | undefined): CachePlan {
+  const raw = args[0];
+  if (typeof raw !== 'string') return NONE;
+  const name = lower(raw);
+  if (CACHEABLE.has(name)) {
+    if (args.length < 2) return NONE;
+    for (let i = 1; i < args.length; i++) {
+      const t = typeof args[i];
+      if (t !== 'string' && t !== 'number') return NONE;
+    }
+    const key = String(args[1]);
+    if (prefixes !== undefined && !prefixes.some((p) => key.startsWith(p))) return NONE;
+    // EXISTS of several keys counts them: not one key's value.
+    if (name === 'exists' && args.length > 2) return NONE;
+    return { kind: 'read', key, entry: entryId(name, args) };
+  }
+  if (name === 'mget') {
+    const keys: string[] = [];
+    for (let i = 1; i < args.length; i++) {
+      const k = args[i];
+      if (typeof k !== 'string') return NONE;
+      if (prefixes !== undefined && !prefixes.some((p) => k.startsWith(p))) return NONE;
+      keys.push(k);
+    }
+    return keys.length > 0 ? { kind: 'mget', keys } : NONE;
+  }
+  const info = TABLE.get(name);
+  if (info === undefined || info.flags.has('readonly') || info.firstKey === 0 && info.keySpecs === undefined) return NONE;
+  const keys = commandKeys(info, args);
+  return keys.length > 0 ? { kind: 'write', keys } : NONE;
+}
+
+/** Rough heap bytes of a decoded reply, for `maxBytes` (strings count 2 bytes per character). */
+export function replyBytes(v: unknown): number {
+  if (typeof v === 'string') return 16 + v.length * 2;
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined) return 8;
+  if (typeof v === 'bigint') return 16;
+  if (Buffer.isBuffer(v)) return 64 + v.length;
+  if (Array.isArray(v)) {
+    let n = 16 + v.length * 8;
+    for (const x of v) n += replyBytes(x);
+    return n;
+  }
+  if (v instanceof Map) {
+    let n = 64;
+    for (const [k, x] of v) n += 32 + replyBytes(k) + replyBytes(x);
+    return n;
+  }
+  if (v instanceof Set) {
+    let n = 64;
+    for (const x of v) n += 24 + replyBytes(x);
+    return n;
+  }
+  return 64;
+}
+
+/** Freezes arrays in a cached reply: every hit hands out the same value, so no caller may change it. */
+export function freezeReply<T>(v: T): T {
+  if (Array.isArray(v)) {
+    for (const x of v) freezeReply(x);
+    Object.freeze(v);
+  }
+  return v;
+}
