@@ -134,6 +134,20 @@ describe('standalone', () => {
     }
   });
 
+  it('traces what reaches the server: a read the client-side cache answers is not a command', async () => {
+    const pool = await StandalonePool.create(topo.url, { protocol: 3, cache: {} });
+    try {
+      await pool.set('diag:cached', 'v');
+      const r = record();
+      expect(await pool.get('diag:cached')).toBe('v'); // miss: sent
+      expect(await pool.get('diag:cached')).toBe('v'); // hit: nothing sent
+      expect(pool.stats().cache).toMatchObject({ hits: 1, misses: 1 });
+      expect(r.started().map((c) => c.command)).toEqual(['GET']);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('publishes connect and close with the same connection ids', async () => {
     const r = record();
     const pool = await StandalonePool.create(topo.url, { pool: { lanes: 2 } });
