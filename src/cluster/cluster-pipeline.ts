@@ -145,7 +145,9 @@ async function runFlights(runner: FlightRunner, flights: Flight[], call: Resolve
     if (delay > 0 && todo.length) {
       const waiting = todo.map((i) => flights[i]!);
       // Wake when the change helps any waiting entry; all of them then start their backoff over.
-      await runner.pause(delay, call, () => waiting.map((f) => runner.shouldWake(f, runner.nextNode(f))).some(Boolean));
+      // The groups came back one by one: a change since the first failure counts.
+      const since = waiting.reduce((v, f) => Math.min(v, f.failedAtVersion), Infinity);
+      await runner.pause(delay, call, () => waiting.map((f) => runner.shouldWake(f, runner.nextNode(f))).some(Boolean), since);
     }
   }
   return results;

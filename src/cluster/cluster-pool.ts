@@ -75,7 +75,7 @@ export interface ClusterStats {
   masters: number;
   /** Slots some shard serves (16384 when the cluster is fully covered). */
   coveredSlots: number;
-  /** Per node pool: lanes and exclusive pool sizes. */
+  /** One entry per node a command has gone to (a node gets its pool on first use): lanes and exclusive pool sizes. */
   pools: NodePoolStats[];
   /** Redirections and retries followed so far. */
   redirects: {

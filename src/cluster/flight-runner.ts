@@ -1,6 +1,6 @@
 import type { Connection, SendOptions } from '../connection/connection.js';
 import { sendTraced } from '../diagnostics.js';
-import { AuthenticationError, ConnectionError, overloadError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { AuthenticationError, ConnectionError, overloadError, PoolClosedError, RedisError, TimeoutError, UncertainWriteError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import { laneWithin, withinDeadline } from '../pool/lane-dispatcher.js';
 import type { NodePool } from '../pool/node-pool.js';
@@ -128,15 +128,15 @@ export class FlightRunner {
     }
     this.pausing++;
     try {
-      await this.pause(delay, call, () => this.shouldWake(f, next()));
+      await this.pause(delay, call, () => this.shouldWake(f, next()), f.failedAtVersion);
     } finally {
       this.pausing--;
     }
   }
 
   /** See {@link pauseBeforeRetry}. */
-  pause(ms: number, call: ResolvedCall, wake: () => boolean): Promise<void> {
-    return pauseBeforeRetry(this.h, ms, call, wake);
+  pause(ms: number, call: ResolvedCall, wake: () => boolean, since?: number): Promise<void> {
+    return pauseBeforeRetry(this.h, ms, call, wake, since);
   }
 
   /**
@@ -175,6 +175,7 @@ export class FlightRunner {
     f.attempts.push({ node: { host: address.host, port: address.port }, kind: attemptKind(err), slot: f.route.slot, error: e, elapsed: Date.now() - started });
     f.lastNode = formatAddress(address);
     f.wakeOnAnyChange = false;
+    f.failedAtVersion = this.h.topology.version;
     if (this.h.isClosed()) return { action: 'fail', error: err instanceof PoolClosedError ? err : new PoolClosedError(undefined, { cause: err }), exhausted: false };
     if (err instanceof AuthenticationError) return { action: 'fail', error: err, exhausted: false };
     const sent = err instanceof UncertainWriteError || (err instanceof TimeoutError && err.sent);
@@ -212,7 +213,8 @@ export class FlightRunner {
           // failing over; whatever changes in the map may fix it.
           f.wakeOnAnyChange = true;
           f.troubled ??= top.failing();
-          top.requestRefresh();
+          // A node that answers READONLY was demoted: it knows the master it now follows.
+          top.requestRefresh(err instanceof RedisError && err.code === 'READONLY' ? [address] : []);
         }
         break;
       case 'retry-elsewhere':

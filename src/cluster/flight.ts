@@ -26,13 +26,15 @@ export interface Flight {
   backoffBase: number;
   /** Set while the command retries after a node-level failure: the topology polls until it is called. */
   troubled: (() => void) | undefined;
+  /** The map's version when the last attempt failed (see `pauseBeforeRetry`). */
+  failedAtVersion: number;
 }
 
 /** A flight that has not been sent yet. */
 export function newFlight(args: Arg[], route: Route): Flight {
   return {
     args, route, target: undefined, asking: false, redirections: 0, attempts: [], avoid: new Set(), uncoveredRefreshed: false,
-    lastNode: undefined, wakeOnAnyChange: false, backoffBase: 0, troubled: undefined,
+    lastNode: undefined, wakeOnAnyChange: false, backoffBase: 0, troubled: undefined, failedAtVersion: 0,
   };
 }
 

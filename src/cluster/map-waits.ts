@@ -51,9 +51,13 @@ export async function unlessRerouted<T>(h: ClusterHost, p: Promise<T>, rerouted:
 
 /**
  * Waits `ms` (at most until the deadline) before a retry. Returns early when the call is
- * aborted, the pool closes, or the slot map changes so that `wake()` says true.
+ * aborted, the pool closes, or the slot map changes so that `wake()` says true. `since` is
+ * the map's {@link Topology.version} when the attempt failed: a change between the failure
+ * and this wait (a pipeline pauses only once all its node groups are back, and a refresh may
+ * land in between) counts as one seen during the wait, instead of costing the whole delay.
  */
-export async function pauseBeforeRetry(h: ClusterHost, ms: number, call: ResolvedCall, wake: () => boolean): Promise<void> {
+export async function pauseBeforeRetry(h: ClusterHost, ms: number, call: ResolvedCall, wake: () => boolean, since?: number): Promise<void> {
+  if (since !== undefined && h.topology.version !== since && wake()) return;
   const until = Date.now() + Math.min(ms, remaining(call));
   for (;;) {
     const left = until - Date.now();

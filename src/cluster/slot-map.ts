@@ -51,6 +51,10 @@ export class SlotMap {
   readonly #natMap: ((a: NodeAddress) => NodeAddress) | undefined;
   #slots: readonly (Shard | undefined)[] | undefined;
   #nodes: ClusterNode[] | undefined;
+  // Computed on first use: a snapshot never changes, and each of these scans 16384 slots
+  // (keyless commands ask for the serving masters on every call).
+  #serving: ClusterNode[] | undefined;
+  #covered: number | undefined;
 
   /**
    * Prefer the builders. `slots` must have 16384 entries whose shards are members of `shards`.
@@ -93,9 +97,10 @@ export class SlotMap {
 
   /** Number of slots covered by some shard; 16384 when the cluster is fully covered. */
   get coveredSlots(): number {
+    if (this.#covered !== undefined) return this.#covered;
     let n = 0;
     for (const s of this.slots) if (s) n++;
-    return n;
+    return (this.#covered = n);
   }
 
   /** Every node, masters first in shard order, each listed once. */
@@ -114,9 +119,16 @@ export class SlotMap {
    */
   masters(options?: { withSlots?: boolean }): ClusterNode[] {
     if (!options?.withSlots) return this.shards.map((s) => s.master);
-    const serving = new Set<Shard>();
-    for (const s of this.slots) if (s) serving.add(s);
-    return this.shards.filter((s) => serving.has(s)).map((s) => s.master);
+    if (!this.#serving) {
+      const serving = new Set<Shard>();
+      let last: Shard | undefined;
+      for (const s of this.slots) {
+        if (s && s !== last) serving.add(s);
+        last = s;
+      }
+      this.#serving = this.shards.filter((s) => serving.has(s)).map((s) => s.master);
+    }
+    return this.#serving.slice();
   }
 
   /** Applies the `natMap` this map was built with; use it on MOVED/ASK addresses before `withMovedSlot`. */
@@ -160,6 +172,24 @@ export class SlotMap {
   }
 
   /**
+   * A new SlotMap in which the replica `key` has taken over its shard (a failover): it is the
+   * master of every slot the shard served, patched ones included, and the old master is its
+   * first replica. Returns this map when no shard lists `key` as a replica.
+   */
+  withPromotedReplica(key: string): SlotMap {
+    const old = this.shards.find((s) => s.replicas.some((r) => r.key === key));
+    if (!old) return this;
+    const promoted = old.replicas.find((r) => r.key === key)!;
+    const shard: Shard = {
+      master: { ...promoted, role: 'master' },
+      replicas: [{ ...old.master, role: 'replica' }, ...old.replicas.filter((r) => r.key !== key)],
+    };
+    const swap = (s: Shard | undefined) => (s === old ? shard : s);
+    const overlay = this.#overlay ? new Map([...this.#overlay].map(([slot, s]) => [slot, swap(s)!] as const)) : undefined;
+    return new SlotMap(this.shards.map((s) => swap(s)!), this.#base.map(swap), { overlay, natMap: this.#natMap });
+  }
+
+  /**
    * What changed from this map to `other`: node keys added and removed, and the number of
    * slots whose master differs (covered <-> uncovered counts as moved).
    */
@@ -171,9 +201,36 @@ export class SlotMap {
     let movedSlots = 0;
     const a = this.slots;
     const b = other.slots;
-    for (let i = 0; i < SLOT_COUNT; i++) if (a[i]?.master.key !== b[i]?.master.key) movedSlots++;
+    // Slots come in long runs of one shard: compare the masters' keys once per run, not per slot.
+    let prevA: Shard | undefined | null = null;
+    let prevB: Shard | undefined | null = null;
+    let differs = false;
+    for (let i = 0; i < SLOT_COUNT; i++) {
+      const x = a[i];
+      const y = b[i];
+      if (x !== prevA || y !== prevB) {
+        prevA = x;
+        prevB = y;
+        differs = x?.master.key !== y?.master.key;
+      }
+      if (differs) movedSlots++;
+    }
     return { added, removed, movedSlots };
   }
+}
+
+/**
+ * The map after a MOVED of `slot` to `to` (NAT-mapped). When `to` is a replica of the shard
+ * that serves the slot in `map`, that replica was promoted, and a promoted replica takes every
+ * slot of its master: the whole shard moves at once, so commands for the shard's other slots
+ * go to the new master at once instead of each earning a MOVED of its own (hundreds per slot
+ * range under load). Any other MOVED (a resharding) patches that one slot.
+ */
+export function applyMoved(map: SlotMap, slot: number, to: NodeAddress): SlotMap {
+  const key = formatAddress(to);
+  const shard = map.shardForSlot(slot);
+  if (shard && shard.replicas.some((r) => r.key === key)) return map.withPromotedReplica(key);
+  return map.withMovedSlot(slot, to);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ import { AuthenticationError, ConnectionError, PoolClosedError, RedisError } fro
 import { NodePool } from '../pool/node-pool.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { ResolvedClusterOptions } from './options.js';
-import { slotMapFromShards, slotMapFromSlots, SlotMap, type ClusterNode } from './slot-map.js';
+import { refreshOrder } from './refresh-order.js';
+import { applyMoved, slotMapFromShards, slotMapFromSlots, SlotMap, type ClusterNode } from './slot-map.js';
 import { SLOT_COUNT } from './slot.js';
 import { trackingCommand } from '../cache/options.js';
 
@@ -60,6 +61,8 @@ export class Topology {
   private delayed: NodeJS.Timeout | undefined;
   private periodic: NodeJS.Timeout | undefined;
   private waiters: Array<() => void> = [];
+  /** Nodes the next refresh asks first (see {@link refreshOrder}), by key: a MOVED storm names the same few. */
+  private preferred = new Map<string, NodeAddress>();
   private shardsUnsupported = false;
   private closed = false;
   private changeCtl = unlimited(new AbortController());
@@ -73,6 +76,8 @@ export class Topology {
   private readonly connectErrors = new Map<string, Error>();
   /** Refreshes run so far (initial load included). */
   refreshes = 0;
+  /** Bumped by every change of the map (with {@link changed}): lets a wait tell whether it missed one. */
+  version = 0;
 
   constructor(
     private readonly o: ResolvedClusterOptions,
@@ -101,6 +106,7 @@ export class Topology {
   }
 
   private notifyChange(): void {
+    this.version++;
     const ctl = this.changeCtl;
     this.changeCtl = unlimited(new AbortController());
     ctl.abort();
@@ -242,24 +248,29 @@ export class Topology {
     return [...this.pools.values()];
   }
 
-  /** Applies a MOVED at once: the slot now lives on `to`. Returns the previous master of the slot. */
+  /**
+   * Applies a MOVED at once (see {@link applyMoved}: a MOVED to a replica of the slot's shard
+   * moves the whole shard) and asks for a refresh that starts with `to`, which already knows
+   * of the change. Returns the previous master of the slot.
+   */
   moved(slot: number, to: NodeAddress): ClusterNode | undefined {
     const before = this.current.shardForSlot(slot)?.master;
-    const next = this.current.withMovedSlot(slot, to);
+    const next = applyMoved(this.current, slot, to);
     if (next !== this.current) {
       this.current = next;
       this.notifyChange();
     }
-    this.requestRefresh();
+    this.requestRefresh([to]);
     return before;
   }
 
   /**
-   * Asks for a refresh. Coalesced and rate limited; never rejects (failures are reported
-   * through `onNodeError`).
+   * Asks for a refresh, which asks the nodes in `prefer` first. Coalesced and rate limited;
+   * never rejects (failures are reported through `onNodeError`).
    */
-  requestRefresh(): void {
+  requestRefresh(prefer: readonly NodeAddress[] = []): void {
     if (this.closed) return;
+    for (const a of prefer) this.preferred.set(formatAddress(a), { host: a.host, port: a.port });
     if (this.running) {
       this.again = true;
       return;
@@ -279,7 +290,9 @@ export class Topology {
     this.refreshes++;
     const waiters = this.waiters;
     this.waiters = [];
-    this.running = this.refreshOnce()
+    const preferred = [...this.preferred.values()];
+    this.preferred.clear();
+    this.running = this.refreshOnce(preferred)
       .catch(() => {})
       .finally(() => {
         this.running = undefined;
@@ -301,23 +314,8 @@ export class Topology {
     });
   }
 
-  private async refreshOnce(): Promise<void> {
-    // Known masters first (they are authoritative for their slots), then replicas, then the
-    // seeds (a cluster that replaced every node is still found through a stable seed name).
-    // Nodes we could not reach lately go last: a black-holed node would cost a refreshTimeout.
-    const nodes = this.current.nodes().filter((n) => n.health !== 'failed');
-    const masters = nodes.filter((n) => n.role === 'master');
-    const rotate = <T>(a: T[]) => (a.length ? [...a.slice(this.refreshes % a.length), ...a.slice(0, this.refreshes % a.length)] : a);
-    const seen = new Set<string>();
-    const candidates: NodeAddress[] = [];
-    const suspects: NodeAddress[] = [];
-    for (const n of [...rotate(masters), ...nodes.filter((n) => n.role === 'replica'), ...this.o.seeds]) {
-      const k = formatAddress(n);
-      if (seen.has(k)) continue;
-      seen.add(k);
-      (this.down.has(k) ? suspects : candidates).push({ host: n.host, port: n.port });
-    }
-    candidates.push(...suspects);
+  private async refreshOnce(prefer: readonly NodeAddress[]): Promise<void> {
+    const candidates = refreshOrder(this.current, { prefer, down: new Set(this.down.keys()), seeds: this.o.seeds, turn: this.refreshes });
     const errors: Error[] = [];
     const map = await this.fetchBest(candidates, errors);
     if (this.closed) return;
@@ -373,10 +371,11 @@ export class Topology {
     const change = this.current.diff(map);
     const changed = change.added.length > 0 || change.removed.length > 0 || change.movedSlots > 0 || healthOf(this.current) !== healthOf(map);
     // A node first seen through MOVED is already in the patched map; the event reports it anyway.
-    const reported = this.lastRefreshed.diff(map);
+    const reported = this.lastRefreshed === this.current ? change : this.lastRefreshed.diff(map);
     this.current = map;
     this.lastRefreshed = map;
-    for (const n of map.nodes()) this.pool(n);
+    // Pools are made on first use (see pool()): a node no command goes to (a replica, with
+    // readFrom 'master') costs no NodePool. Pools of nodes that left the map are closed.
     const live = new Set(map.nodes().map((n) => n.key));
     for (const [key, pool] of this.pools) {
       if (!live.has(key)) {
@@ -397,6 +396,7 @@ export class Topology {
     if (this.poll) clearTimeout(this.poll);
     this.periodic = this.delayed = this.poll = undefined;
     this.down.clear();
+    this.preferred.clear();
     // Commands waiting to retry wake up and see the pool closed.
     this.changeCtl.abort();
     for (const w of this.waiters.splice(0)) w();

@@ -227,7 +227,8 @@ describe('replica reads', () => {
     expect(stats.replicas.map(fmt).sort()).toEqual(replicas.map(fmt).sort());
 
     await writer.set('replica-reads:k', 'replicated');
-    await waitFor(async () => (await reader.get('replica-reads:k')) === 'replicated', 'the write to reach the replicas');
+    // Both replicas, not just the one the next read happens to hit (round robin would then read a lagging one).
+    await waitFor(async () => (await Promise.all(replicas.map((r) => sendCommand(r, ['GET', 'replica-reads:k'])))).every((v) => v === 'replicated'), 'the write to reach both replicas');
 
     const before = await Promise.all([master, ...replicas].map(async (a) => (await commandCalls(a)).get('get') ?? 0));
     const N = 40;

@@ -1,0 +1,85 @@
+/**
+ * The slot-map decisions behind a quick failover: a MOVED to a replica moves its whole shard
+ * (applyMoved / withPromotedReplica), and the order in which a refresh asks nodes
+ * (refreshOrder): the node that just told us of a change first, then the shard-mates of a
+ * node that failed, masters, replicas, seeds, and nodes that failed last.
+ */
+import { describe, expect, it } from 'vitest';
+import { refreshOrder } from '../../src/cluster/refresh-order.js';
+import { applyMoved, slotMapFromShards, type SlotMap } from '../../src/cluster/slot-map.js';
+import { formatAddress, type NodeAddress, type Reply } from '../../src/types.js';
+
+const node = (port: number, role: string, health = 'online'): Reply[] =>
+  ['id', String(port).repeat(8).slice(0, 40), 'port', port, 'endpoint', '10.0.0.1', 'role', role, 'health', health];
+const shard = (slots: number[], nodes: Reply[][]): Reply[] => ['slots', slots, 'nodes', nodes];
+const from: NodeAddress = { host: '10.0.0.1', port: 7000 };
+const a = (port: number): NodeAddress => ({ host: '10.0.0.1', port });
+
+/** Three shards: 7000 (+7003, 7006) 0-5460, 7001 (+7004) 5461-10922, 7002 (+7005, failed) 10923-16383. */
+const map: SlotMap = slotMapFromShards(
+  [
+    shard([0, 5460], [node(7000, 'master'), node(7003, 'replica'), node(7006, 'replica')]),
+    shard([5461, 10922], [node(7001, 'master'), node(7004, 'replica')]),
+    shard([10923, 16383], [node(7002, 'master'), node(7005, 'replica', 'fail')]),
+  ],
+  from,
+);
+const ports = (list: readonly NodeAddress[]) => list.map((n) => n.port);
+const ownerPort = (m: SlotMap, slot: number) => m.shardForSlot(slot)?.master.port;
+
+describe('applyMoved', () => {
+  it.each([
+    // [case, slot, MOVED target, owner of slot 0 / 100 / 5460 / 5461 after, shards after]
+    ['to a replica of the shard: the whole shard moves to it', 100, 7003, [7003, 7003, 7003, 7001], 3],
+    ['to the other replica of the shard', 5460, 7006, [7006, 7006, 7006, 7001], 3],
+    ['to a master of another shard (resharding): one slot', 100, 7001, [7000, 7001, 7000, 7001], 3],
+    ['to a replica of another shard: one slot (not a promotion of this shard)', 100, 7004, [7000, 7004, 7000, 7001], 4],
+    ['to an unknown node: one slot, a new shard', 100, 7999, [7000, 7999, 7000, 7001], 4],
+  ])('%s', (_case, slot, to, owners, shards) => {
+    const next = applyMoved(map, slot, a(to));
+    expect([0, 100, 5460, 5461].map((s) => ownerPort(next, s))).toEqual(owners);
+    expect(next.shards).toHaveLength(shards);
+    // The original snapshot is never touched.
+    expect([0, 100, 5460, 5461].map((s) => ownerPort(map, s))).toEqual([7000, 7000, 7000, 7001]);
+  });
+
+  it('a promotion lists the old master as a replica, keeps the other replicas, ids and health', () => {
+    const next = applyMoved(map, 0, a(7003));
+    const s = next.shardForSlot(0)!;
+    expect(s.master).toMatchObject({ port: 7003, role: 'master', health: 'online', id: map.shardForSlot(0)!.replicas[0]!.id });
+    expect(s.replicas.map((r) => [r.port, r.role])).toEqual([[7000, 'replica'], [7006, 'replica']]);
+    expect(next.nodes()).toHaveLength(map.nodes().length);
+    expect(map.diff(next)).toEqual({ added: [], removed: [], movedSlots: 5461 });
+  });
+
+  it('a promotion carries slots patched onto the shard and leaves other patches alone', () => {
+    const patched = map.withMovedSlot(6000, a(7000)).withMovedSlot(12000, a(7001));
+    const next = applyMoved(patched, 1, a(7003));
+    expect(ownerPort(next, 6000)).toBe(7003);
+    expect(ownerPort(next, 12000)).toBe(7001);
+    expect(next.slots[6000]!.master.port).toBe(7003);
+    expect(next.coveredSlots).toBe(16384);
+  });
+
+  it('a second MOVED to the promoted node changes nothing', () => {
+    const next = applyMoved(map, 0, a(7003));
+    expect(applyMoved(next, 4000, a(7003))).toBe(next);
+  });
+});
+
+describe('refreshOrder', () => {
+  const seeds = [a(7000), a(9000)];
+  it.each([
+    // [case, prefer, down, turn, expected order]
+    ['no trouble: masters (rotated by turn), replicas, seeds; failed nodes left out', [], [], 0, [7000, 7001, 7002, 7003, 7006, 7004, 9000]],
+    ['the turn rotates the masters', [], [], 1, [7001, 7002, 7000, 7003, 7006, 7004, 9000]],
+    ['a MOVED target first', [7003], [], 0, [7003, 7000, 7001, 7002, 7006, 7004, 9000]],
+    ['an unknown MOVED target first', [7999], [], 2, [7999, 7002, 7000, 7001, 7003, 7006, 7004, 9000]],
+    ['a master down: its replicas first, itself last', [], [7000], 0, [7003, 7006, 7001, 7002, 7004, 9000, 7000]],
+    ['a replica down: its master and the other replica first, itself last', [], [7003], 1, [7006, 7000, 7001, 7002, 7004, 9000, 7003]],
+    ['a preferred node that is down still goes last', [7001], [7001], 0, [7004, 7000, 7002, 7003, 7006, 9000, 7001]],
+  ])('%s', (_case, prefer, down, turn, expected) => {
+    const order = refreshOrder(map, { prefer: prefer.map(a), down: new Set(down.map((p) => formatAddress(a(p)))), seeds, turn });
+    expect(ports(order)).toEqual(expected);
+  });
+});
