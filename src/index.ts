@@ -39,3 +39,7 @@ export type { PubSubStats } from './pubsub/hub.js';
 export type { PubSubMethods, ShardedPubSubMethods } from './pubsub/methods.js';
 export type { CacheOptions } from './cache/options.js';
 export type { CacheStats, FlushReason } from './cache/client-cache.js';
+export {
+  DIAGNOSTICS_CHANNELS, type PoolMode, type CommandTraceContext, type ConnectDiagnostic, type CloseDiagnostic, type FailoverDiagnostic,
+  type TopologyDiagnostic, type RedirectDiagnostic, type AcquireDiagnostic,
+} from './diagnostics.js';

@@ -1,4 +1,5 @@
 import type { Connection } from '../connection/connection.js';
+import { sendTraced } from '../diagnostics.js';
 import { TimeoutError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import { withinDeadline } from '../pool/lane-dispatcher.js';
@@ -169,7 +170,7 @@ async function sendGroup(runner: FlightRunner, address: NodeAddress, group: Flig
   return Promise.all(
     group.map((f) => {
       if (f.asking) sendAsking(conn, optsFor(undefined));
-      return settle(conn.send(f.args, optsFor(f.args)));
+      return settle(sendTraced(conn, f.args, optsFor(f.args), f.attempts.length + 1, group.length));
     }),
   );
 }

@@ -1,5 +1,6 @@
 import { BUILTIN_TABLE_VERSION, CommandRegistry } from '../commands/command-table.js';
 import { Connection } from '../connection/connection.js';
+import { publishRedirect, publishTopology } from '../diagnostics.js';
 import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { HELPERS, type ScanOptions } from '../commands/helpers.js';
 import { KeyPrefixer } from '../commands/key-prefix.js';
@@ -148,7 +149,10 @@ export class ClusterPool extends BasePool<ClusterEvents> {
     this.cache = cache;
     this.topology = new Topology(o, {
       ...(cache ? { onConnection: (c: Connection) => cache.attach(c) } : {}),
-      onChange: (change) => this.emit('topology', change),
+      onChange: (change) => {
+        publishTopology(change);
+        this.emit('topology', change);
+      },
       onNodeError: (address, error) => {
         if (!this.closed) this.emit('node-error', { address: { host: address.host, port: address.port }, error });
       },
@@ -161,10 +165,12 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       isClosed: () => this.closed,
       onMoved: (slot, from, to) => {
         this.redirects.moved++;
+        publishRedirect('moved', slot, from, to);
         this.emit('moved', { slot, from: { host: from.host, port: from.port }, to: { host: to.host, port: to.port } });
       },
       onAsk: (slot, from, to) => {
         this.redirects.ask++;
+        publishRedirect('ask', slot, from, to);
         this.emit('ask', { slot, from: { host: from.host, port: from.port }, to: { host: to.host, port: to.port } });
       },
       onRetry: (kind) => {

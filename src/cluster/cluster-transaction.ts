@@ -52,7 +52,7 @@ export async function runTransaction(runner: FlightRunner, cmds: Arg[][], call: 
           throw err;
         }
         if (asking) sendAsking(conn, sendOptions(call));
-        return await runBatchOn(conn, cmds, call, true);
+        return await runBatchOn(conn, cmds, call, true, f.attempts.length + 1);
       } catch (err) {
         if (err instanceof Rerouted) continue;
         // EXECABORT caused by a redirect of a queued command: decide on the redirect.

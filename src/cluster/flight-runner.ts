@@ -1,4 +1,5 @@
 import type { Connection, SendOptions } from '../connection/connection.js';
+import { sendTraced } from '../diagnostics.js';
 import { AuthenticationError, ConnectionError, overloadError, PoolClosedError, RedisError, TimeoutError, UncertainWriteError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import { laneWithin, withinDeadline } from '../pool/lane-dispatcher.js';
@@ -73,7 +74,7 @@ export class FlightRunner {
     const conn = pool.laneSync() ?? (await this.laneOf(pool, call, args, f ? () => this.routedAway(f, pool.target) : undefined));
     const opts = sendOptions(call);
     if (asking) sendAsking(conn, opts);
-    return conn.send(args, opts);
+    return sendTraced(conn, args, opts, f ? f.attempts.length + 1 : 1);
   }
 
   /**

@@ -217,6 +217,7 @@ export class Topology {
     if (p && !p.isClosed) return p;
     p = new NodePool({ host: address.host, port: address.port }, this.o.data, this.o.pool, {
       handshake: nodeHandshake(this.o),
+      mode: 'cluster',
       onConnection: this.hooks.onConnection ? (c) => this.hooks.onConnection!(c) : undefined,
       onConnectionLost: (error) => {
         this.hooks.onNodeError({ host: address.host, port: address.port }, error);

@@ -1,4 +1,5 @@
 import { isReadOnlyCommand, mayResend } from '../commands/retry.js';
+import { sendTraced } from '../diagnostics.js';
 import { ConnectionError, NodeUnreachableError, overloadError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { Connection } from '../connection/connection.js';
@@ -86,16 +87,17 @@ export class LaneDispatcher implements Dispatcher {
     // Hot path: a ready lane, no async frame; failures go to the retry loop.
     const conn = this.node.laneSync();
     if (conn === undefined) return this.dispatchSlow(args, call, false, undefined);
-    return conn.send(args, call).then(undefined, (err: unknown) => this.dispatchSlow(args, call, true, err));
+    return sendTraced(conn, args, call, 1).then(undefined, (err: unknown) => this.dispatchSlow(args, call, true, err));
   }
 
   private async dispatchSlow(args: Arg[], call: ResolvedCall, failed: boolean, firstError: unknown): Promise<Reply> {
     const started = Date.now();
     if (failed) this.retryOrThrow(firstError, args, call, started);
+    let attempt = failed ? 1 : 0;
     for (;;) {
       try {
         const conn = this.node.laneSync() ?? (await this.laneFor(call, args));
-        return await conn.send(args, sendOptions(call));
+        return await sendTraced(conn, args, sendOptions(call), ++attempt);
       } catch (err) {
         this.retryOrThrow(err, args, call, started);
       }
@@ -137,10 +139,11 @@ export class LaneDispatcher implements Dispatcher {
       }
     }
     const started = Date.now();
+    let attempt = 0;
     for (;;) {
       const conn = await this.tryLane(call, ['PIPELINE'], started);
       if (conn === undefined) continue;
-      const results = (await runBatchOn(conn, cmds, call, false))!;
+      const results = (await runBatchOn(conn, cmds, call, false, ++attempt))!;
       if (nothingWritten(results)) {
         this.retryOrThrow(results[0], ['PIPELINE'], call, started);
         continue;

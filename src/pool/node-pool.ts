@@ -5,6 +5,7 @@ import genericPool from 'generic-pool';
 import { Connection } from '../connection/connection.js';
 import type { Credentials } from '../connection/credentials.js';
 import type { ResolvedConnectionOptions } from '../connection/options.js';
+import { acquireInfo, acquireTraced, noteConnection, publishAcquire, publishClose, publishConnect, type PoolMode } from '../diagnostics.js';
 import { AuthenticationError, ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { formatAddress, type Arg, type NodeAddress } from '../types.js';
 import { backoffDelay, sleep } from './backoff.js';
@@ -25,6 +26,8 @@ export interface NodePoolHooks {
   onConnectionLost?: (error: Error, conn: Connection) => void;
   /** Called for every new connection, before anyone uses it (the client-side cache listens to its invalidations). */
   onConnection?: (conn: Connection) => void;
+  /** The mode diagnostics_channel payloads report for this pool's connections (default 'standalone'). */
+  mode?: PoolMode;
 }
 
 interface LaneSlot {
@@ -201,11 +204,15 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       if (epoch < this.authEpoch) void this.refreshAuth(conn).catch((e: Error) => conn.destroy(e));
       this.all.add(conn);
       this.hooks.onConnection?.(conn);
+      const mode = this.hooks.mode ?? 'standalone';
+      noteConnection(conn, mode);
       conn.once('close', (error) => {
         this.all.delete(conn);
+        publishClose(conn, mode, error);
         this.emit('close', { address: conn.address, connectionId: conn.id, generation: conn.generation, error });
         if (error && !this.closed && conn.generation === this.gen) this.hooks.onConnectionLost?.(error, conn);
       });
+      publishConnect(conn, mode);
       this.emit('connect', { address: target, connectionId: conn.id, generation: gen });
       return conn;
     }
@@ -292,6 +299,21 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
    * one deadline covers this wait too.
    */
   async acquire(deadline = 0): Promise<Connection> {
+    if (!acquireTraced()) return this.acquireConnection(deadline);
+    const target = this.current;
+    const queued = this.pool.pending;
+    const started = Date.now();
+    try {
+      const conn = await this.acquireConnection(deadline);
+      publishAcquire(acquireInfo(target, this.hooks.mode ?? 'standalone', started, Date.now(), queued));
+      return conn;
+    } catch (err) {
+      publishAcquire(acquireInfo(target, this.hooks.mode ?? 'standalone', started, Date.now(), queued, err));
+      throw err;
+    }
+  }
+
+  private async acquireConnection(deadline: number): Promise<Connection> {
     if (this.closed) throw new PoolClosedError();
     let conn: Connection;
     try {

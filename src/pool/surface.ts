@@ -8,6 +8,7 @@ import type { ScanIterators } from '../commands/commands.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import { hscanEach, scanKeys, sscanEach, zscanEach } from '../commands/scan-iterators.js';
 import { bindScript, defineScript, ScriptDefinition, type Script, type ScriptOptions, type Scripting } from '../commands/script.js';
+import { sendTraced } from '../diagnostics.js';
 import { PoolClosedError, RedisError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
@@ -182,7 +183,7 @@ abstract class Runner<S extends string | Buffer = string> {
     if (block !== undefined) {
       return abortable(this.dispatcher.lease(undefined, args, call.deadline), call.signal, (h) => h.release()).then(async (h) => {
         try {
-          return applyTransform(spec, await h.conn.send(args, sendOptions(call)));
+          return applyTransform(spec, await sendTraced(h.conn, args, sendOptions(call), 1));
         } finally {
           h.release();
         }
@@ -490,7 +491,7 @@ export class Lease<S extends string | Buffer = string> {
     if (spec.deadline) call.deadline = spec.deadline;
     this.dispatcher.cache?.noteWrite(args);
     if (call.durability !== undefined) this.markLeaseDurable(call, args, inMulti);
-    const p = this.conn.send(args, sendOptions(call));
+    const p = sendTraced(this.conn, args, sendOptions(call), 1);
     return spec.transform ? p.then(spec.transform) : p;
   }
 
@@ -588,16 +589,22 @@ export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T
 
 /**
  * Sends a batch on one connection in one write. For a transaction, wraps it in MULTI/EXEC
- * and maps EXEC's reply back to the commands (null when WATCH aborted it).
+ * and maps EXEC's reply back to the commands (null when WATCH aborted it). `attempt` (1 for
+ * the first send of this batch) is what diagnostics_channel reports.
  */
-export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
+export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean, attempt = 1): Promise<BatchResult | null> {
   const optsFor = batchSendOptions(call);
   const opts = optsFor(undefined);
-  if (!transaction) return Promise.all(cmds.map((c) => settle(conn.send(c, optsFor(c)))));
+  if (!transaction) return Promise.all(cmds.map((c) => settle(sendTraced(conn, c, optsFor(c), attempt, cmds.length))));
   // A transaction's writes are applied by EXEC: it carries the WAIT.
   const write = cmds.find((c) => optsFor(c) !== opts);
   const execOpts = write === undefined ? opts : optsFor(write);
-  const all = await Promise.all([settle(conn.send(['MULTI'], opts)), ...cmds.map((c) => settle(conn.send(c, opts))), settle(conn.send(['EXEC'], execOpts))]);
+  const n = cmds.length + 2;
+  const all = await Promise.all([
+    settle(sendTraced(conn, ['MULTI'], opts, attempt, n)),
+    ...cmds.map((c) => settle(sendTraced(conn, c, opts, attempt, n))),
+    settle(sendTraced(conn, ['EXEC'], execOpts, attempt, n)),
+  ]);
   const multi = all[0];
   if (multi instanceof Error) throw multi;
   const exec = all[all.length - 1];

@@ -1,5 +1,6 @@
 import type { Connection } from '../connection/connection.js';
 import { isReadOnlyCommand } from '../commands/retry.js';
+import { sendTraced } from '../diagnostics.js';
 import { ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { remaining, type ResolvedCall } from '../pool/call-options.js';
 import { LaneDispatcher, laneWithin, mayRetry, nothingWritten } from '../pool/lane-dispatcher.js';
@@ -25,9 +26,9 @@ export class MasterDispatcher extends LaneDispatcher {
     // anything else (held, connecting, a failure) goes through the loop below.
     if (this.gate.isOpen) {
       const conn = this.node.laneSync();
-      if (conn !== undefined) return conn.send(args, call).then(undefined, (err: unknown) => this.dispatchAfter(args, call, err, conn));
+      if (conn !== undefined) return sendTraced(conn, args, call, 1).then(undefined, (err: unknown) => this.dispatchAfter(args, call, err, conn));
     }
-    return this.dispatchLoop(args, call, Date.now(), false);
+    return this.dispatchLoop(args, call, Date.now(), false, 0);
   }
 
   /** The first attempt failed on `conn`: decide as the loop would, then go on in it. */
@@ -35,21 +36,22 @@ export class MasterDispatcher extends LaneDispatcher {
     const started = Date.now();
     if (err instanceof RedisError && err.code === 'READONLY') {
       this.pool.requestRefresh('readonly', true);
-      return this.dispatchLoop(args, call, started, true);
+      return this.dispatchLoop(args, call, started, true, 1);
     }
     this.onFailure(err, conn);
     this.retryOrThrow(err, args, call, started);
-    return this.dispatchLoop(args, call, started, false);
+    return this.dispatchLoop(args, call, started, false, 1);
   }
 
-  private async dispatchLoop(args: Arg[], call: ResolvedCall, started: number, readonlyRetried: boolean): Promise<Reply> {
+  /** `attempt`: how many times the command was sent already (diagnostics_channel counts on from it). */
+  private async dispatchLoop(args: Arg[], call: ResolvedCall, started: number, readonlyRetried: boolean, attempt: number): Promise<Reply> {
     for (;;) {
       if (this.held(args)) await this.gate.wait(call, String(args[0]));
       let conn: Connection | undefined;
       try {
         conn = this.node.laneSync() ?? (await this.laneFor(call, args));
         if (this.held(args)) continue; // a switch began while we connected
-        return await conn.send(args, sendOptions(call));
+        return await sendTraced(conn, args, sendOptions(call), ++attempt);
       } catch (err) {
         if (err instanceof RedisError && err.code === 'READONLY') {
           // The node was demoted: find the master; READONLY means it did not execute, so retry once.
@@ -86,6 +88,7 @@ export class MasterDispatcher extends LaneDispatcher {
 
   override async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
     const started = Date.now();
+    let attempt = 0;
     for (;;) {
       if (!this.gate.isOpen) await this.gate.wait(call, transaction ? 'MULTI' : 'pipeline');
       if (transaction) {
@@ -101,7 +104,7 @@ export class MasterDispatcher extends LaneDispatcher {
       }
       const conn = await this.tryLane(call, ['PIPELINE'], started);
       if (conn === undefined || !this.gate.isOpen) continue;
-      const results = (await runBatchOn(conn, cmds, call, false))!;
+      const results = (await runBatchOn(conn, cmds, call, false, ++attempt))!;
       if (nothingWritten(results)) {
         this.onFailure(results[0], conn);
         this.retryOrThrow(results[0], ['PIPELINE'], call, started);
@@ -134,12 +137,13 @@ export class ReplicaDispatcher implements Dispatcher {
 
   async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
     let last: unknown;
+    let attempt = 0;
     const tries = Math.max(1, this.pool.replicaCount());
     for (let i = 0; i <= tries; i++) {
       const node = this.pool.pickReplica();
       try {
         const conn = node.laneSync() ?? (await laneWithin(node, call, args, !this.pool.internals.o.offlineQueue, 'replica '));
-        return await conn.send(args, sendOptions(call));
+        return await sendTraced(conn, args, sendOptions(call), ++attempt);
       } catch (err) {
         last = err;
         if (this.pool.internals.isClosed()) throw new PoolClosedError(undefined, { cause: err });

@@ -1,4 +1,5 @@
 import { tlsHint } from '../connection/tls-errors.js';
+import { publishFailover } from '../diagnostics.js';
 import { AllSentinelsDownError, AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
@@ -199,6 +200,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     const cache = this.cache;
     const node = new NodePool(address, isMaster ? this.o.data : { ...this.o.data, role: 'replica' }, this.o.pool, {
       onConnectionLost: isMaster ? () => this.requestRefresh('reconnect', true) : () => this.refreshReplicas(),
+      mode: 'sentinel',
       ...(cache && this.o.cache ? { handshake: [trackingCommand(this.o.cache)], onConnection: (c: Connection) => cache.attach(c) } : {}),
     });
     node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
@@ -521,6 +523,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       // Subscribers move with the data connections: the old master may stay a master (and
       // keep its subscribers) for seconds after the switch, hearing nothing new.
       this.hub?.replace('failover', at);
+      publishFailover({ masterName: this.o.masterName, from, to: address, detectedBy: reason, at });
       // Tracking lives on the old master's connections: nothing it cached can be trusted now.
       this.cache?.flush('failover');
       this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at });

@@ -5,6 +5,7 @@
  *   npm run bench                       # full run (200k ops per cell, 20k at concurrency 1)
  *   BENCH_OPS=20000 npm run bench       # quick run (c=1 cells get BENCH_OPS/10)
  *   npm run bench -- --tls              # plain TCP beside TLS (see below)
+ *   npm run bench -- --trace            # redis-ha-pool without and with a diagnostics_channel subscriber
  *
  * --tls: every client runs twice, on a fresh plain-TCP redis-server and on a fresh TLS-only one
  * (both from test/support/topology.ts `startStandalone()`, same config but for the TLS lines;
@@ -14,6 +15,11 @@
  * (redis-benchmark is not run); BENCH_ROUNDS alternates which transport goes first. One round of
  * the default 200k ops takes ~1.5 min on 2 cores; ops/s swing a lot on a shared machine, so for
  * published figures use BENCH_ROUNDS=3 (~4-5 min) and read the per-round noise table.
+ *
+ * --trace: redis-ha-pool twice, without a subscriber and with one on the `redis-ha-pool:command`
+ * tracing channel (what an APM agent does: a start time kept per command, the duration taken at
+ * asyncEnd, a count), then a table of the difference. Defaults then: BENCH_ONLY ha,ha-traced.
+ * The subscriber is attached only while the ha-traced client runs.
  *
  * Environment:
  *   BENCH_OPS          ops per cell at concurrency > 1 (default 200000); also redis-benchmark -n
@@ -47,20 +53,23 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
-import { StandalonePool } from '../../src/index.js';
+import dc from 'node:diagnostics_channel';
+import { DIAGNOSTICS_CHANNELS, StandalonePool, type CommandTraceContext } from '../../src/index.js';
 import {
   envInt, envList, fmtInt, fmtMs, installCleanupHandlers, markdownTable, median, parseInfo, pinSelf, runTracked, runWorkers,
   startRedisServer, summarize, systemInfo, type RedisServerHandle, type Summary,
 } from './lib.js';
 
 const ARGS = process.argv.slice(2);
-for (const a of ARGS) if (a !== '--tls') throw new TypeError(`unknown argument ${JSON.stringify(a)} (the only flag is --tls)`);
+for (const a of ARGS) if (a !== '--tls' && a !== '--trace') throw new TypeError(`unknown argument ${JSON.stringify(a)} (the flags are --tls and --trace)`);
 /** `--tls`: every client over plain TCP and over TLS, on fresh servers, side by side. */
 const TLS_MODE = ARGS.includes('--tls');
+/** `--trace`: redis-ha-pool without and with a diagnostics_channel subscriber. */
+const TRACE_MODE = ARGS.includes('--trace');
 const OPS = envInt('BENCH_OPS', 200_000);
 const OPS_C1 = envInt('BENCH_OPS_C1', Math.max(1, Math.round(OPS / 10)));
 const CONCURRENCIES = [...(envList('BENCH_CONCURRENCY') ?? new Set(TLS_MODE ? ['50', '500'] : ['1', '50', '500']))].map(Number).sort((a, b) => a - b);
-const ONLY = envList('BENCH_ONLY') ?? (TLS_MODE ? new Set(['ha', 'ioredis', 'ioredis-ap', 'node-redis']) : undefined);
+const ONLY = envList('BENCH_ONLY') ?? (TLS_MODE ? new Set(['ha', 'ioredis', 'ioredis-ap', 'node-redis']) : TRACE_MODE ? new Set(['ha', 'ha-traced']) : undefined);
 const OPS_FILTER = envList('BENCH_OP') ?? new Set(['set', 'get']);
 const VALUE_BYTES = 64;
 const VALUE = 'v'.repeat(VALUE_BYTES);
@@ -125,6 +134,22 @@ const CLIENTS: ClientSpec[] = [
     },
   },
   {
+    id: 'ha-traced',
+    label: 'redis-ha-pool (tracing subscriber)',
+    async open(port, tls) {
+      const unsubscribe = subscribeTracer();
+      const pool = await StandalonePool.create({ host: '127.0.0.1', port }, tls ? { tls } : {});
+      return {
+        set: (k, v) => pool.call('SET', k, v),
+        get: (k) => pool.call('GET', k),
+        close: async () => {
+          await pool.close();
+          unsubscribe();
+        },
+      };
+    },
+  },
+  {
     id: 'ioredis',
     label: 'ioredis 6 (default)',
     baseline: true,
@@ -158,6 +183,29 @@ const CLIENTS: ClientSpec[] = [
     },
   },
 ];
+
+/** A subscriber doing what an APM agent does per command: a start time, a duration at asyncEnd, a count. */
+function subscribeTracer(): () => void {
+  const tc = dc.tracingChannel<object, CommandTraceContext>(DIAGNOSTICS_CHANNELS.command);
+  const started = new WeakMap<CommandTraceContext, number>();
+  let count = 0;
+  let totalMs = 0;
+  const handlers = {
+    start: (ctx: CommandTraceContext) => void started.set(ctx, performance.now()),
+    end: () => {},
+    asyncStart: () => {},
+    asyncEnd: (ctx: CommandTraceContext) => {
+      count++;
+      totalMs += performance.now() - (started.get(ctx) ?? 0);
+    },
+    error: () => {},
+  };
+  tc.subscribe(handlers);
+  return () => {
+    tc.unsubscribe(handlers);
+    process.stderr.write(`  [trace] the subscriber saw ${fmtInt(count)} commands, mean ${(totalMs / Math.max(1, count)).toFixed(3)} ms\n`);
+  };
+}
 
 async function openIoredis(port: number, tls: BenchTls, autoPipelining: boolean): Promise<BenchClient> {
   const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, enableAutoPipelining: autoPipelining, retryStrategy: () => null, ...(tls ? { tls } : {}) });
@@ -372,12 +420,38 @@ function printReport(info: ReturnType<typeof systemInfo>, serverVersion: string,
       ['left', 'left', 'right', ...Array.from({ length: ROUNDS + 1 }, () => 'right' as const)],
     ));
   }
+  if (TRACE_MODE) out.push(...traceReport(sorted));
   if (failures.length) out.push(`\nFAILURES:\n- ${failures.join('\n- ')}`);
   process.stdout.write(out.join('\n') + '\n');
   const jsonPath = process.env.BENCH_JSON;
   if (jsonPath) {
     writeFileSync(jsonPath, JSON.stringify({ info, serverVersion, ops: OPS, opsC1: OPS_C1, rounds: ROUNDS, rows }, null, 2));
   }
+}
+
+/** --trace: per op and in-flight count, redis-ha-pool without and with the tracing subscriber. */
+function traceReport(rows: Array<Row & { s: Summary }>): string[] {
+  const plain = rows.filter((r) => r.client === 'redis-ha-pool (default)');
+  const traced = rows.filter((r) => r.client === 'redis-ha-pool (tracing subscriber)');
+  const pairs = plain.flatMap((p) => {
+    const t = traced.find((x) => x.op === p.op && x.inFlight === p.inFlight);
+    return t ? [{ p, t }] : [];
+  });
+  if (pairs.length === 0) return [];
+  return [
+    '',
+    'Cost of a tracing subscriber (ops/s with ÷ without; CPU µs per op with − without):',
+    '',
+    markdownTable(
+      ['op', 'in flight', 'ops/s without', 'ops/s with', 'with/without', 'CPU µs/op without', 'CPU µs/op with', 'CPU Δ µs/op'],
+      pairs.map(({ p, t }) => {
+        const [c0, c1] = [median(p.cpu), median(t.cpu)];
+        const d = c1 - c0;
+        return [p.op, p.inFlight, fmtInt(p.s.opsPerSec), fmtInt(t.s.opsPerSec), (t.s.opsPerSec / p.s.opsPerSec).toFixed(2), c0.toFixed(2), c1.toFixed(2), `${d >= 0 ? '+' : ''}${d.toFixed(2)}`];
+      }),
+      ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+    ),
+  ];
 }
 
 /** --tls report: per client, op and in-flight count, TCP beside TLS (medians over the rounds). */
