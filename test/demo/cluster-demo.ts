@@ -31,6 +31,7 @@ import type { NodeAddress } from '../../src/types.js';
 import { sendCommand } from '../support/mini-client.js';
 import { startCluster, type ClusterTopology, type ServerHandle } from '../support/topology.js';
 import { lineChart, type Marker } from './svg.js';
+import { bumpBucket, errorKind, onInterrupt, Progress, sumBefore } from './demo-kit.js';
 
 const WORKERS = Number(process.env.DEMO_WORKERS ?? 40);
 const MIG_WORKERS = 5;
@@ -41,7 +42,6 @@ const SETTLE_MS = 3000;
 const BUCKET_MS = 100;
 const MIG_TAG = '{demo-mig}';
 const MIG_SLOT = keySlot(MIG_TAG);
-const TTY = process.stdout.isTTY === true;
 
 const fmtAddr = (a: NodeAddress) => `${a.host}:${a.port}`;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -80,15 +80,7 @@ interface Step {
 const steps: Step[] = [];
 
 function bump(arr: number[], at: number): void {
-  const i = Math.max(0, Math.floor(rel(at) / BUCKET_MS));
-  while (arr.length <= i) arr.push(0);
-  arr[i]!++;
-}
-
-function errorKind(err: unknown): string {
-  if (!(err instanceof Error)) return typeof err;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && code !== '' ? `${err.name} ${code}` : err.name;
+  bumpBucket(arr, Math.floor(rel(at) / BUCKET_MS));
 }
 
 // ------------------------------------------------------------------------------- diagnostics
@@ -129,38 +121,16 @@ function subscribe(): () => void {
 
 // ------------------------------------------------------------------------------- output
 
-let progressShown = false;
-
-function say(line: string): void {
-  if (TTY && progressShown) process.stdout.write('\r\x1b[K');
-  process.stdout.write(line + '\n');
-  if (TTY && progressShown) drawProgress();
-}
-
-function opsLastSecond(): number {
-  const now = Math.floor(rel(Date.now()) / BUCKET_MS);
-  let n = 0;
-  for (let i = Math.max(0, now - 10); i < now; i++) n += opsPerBucket[i] ?? 0;
-  return n;
-}
-
 function progressLine(): string {
   const r = pool?.stats().redirects;
   return `t=${secs(Date.now()).padStart(6)}s  ${int(opsLastSecond()).padStart(7)} ops/s  errors ${int(errors)}  acked ${int(acked)}  moved ${r?.moved ?? 0} ask ${r?.ask ?? 0} tryagain ${r?.tryagain ?? 0} clusterdown ${r?.clusterdown ?? 0} conn-retries ${r?.connection ?? 0}`;
 }
 
-function drawProgress(): void {
-  process.stdout.write('\r\x1b[K' + progressLine());
-}
+const progress = new Progress(progressLine);
+const say = (line: string): void => progress.say(line);
 
-function startProgress(): () => void {
-  progressShown = true;
-  const timer = setInterval(() => (TTY ? drawProgress() : process.stdout.write(progressLine() + '\n')), TTY ? 200 : 1000);
-  return () => {
-    clearInterval(timer);
-    if (TTY && progressShown) process.stdout.write('\r\x1b[K' + progressLine() + '\n');
-    progressShown = false;
-  };
+function opsLastSecond(): number {
+  return sumBefore(opsPerBucket, Math.floor(rel(Date.now()) / BUCKET_MS), 10);
 }
 
 // ------------------------------------------------------------------------------- load
@@ -292,18 +262,7 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    if (TTY && progressShown) process.stdout.write('\n');
-    process.stdout.write(`${sig}: stopping the cluster...\n`);
-    const hard = setTimeout(() => process.exit(130), 5000);
-    hard.unref();
-    void cleanup().finally(() => process.exit(sig === 'SIGINT' ? 130 : 143));
-  });
-}
+onInterrupt('the cluster', cleanup, progress);
 
 // ------------------------------------------------------------------------------- main
 
@@ -321,7 +280,7 @@ async function main(): Promise<void> {
   say(`ClusterPool connected. Load: ${WORKERS} workers of idempotent SETs of unique keys over all slots, ${MIG_WORKERS} more on slot ${MIG_SLOT} (${MIG_TAG}).\n`);
 
   t0 = Date.now();
-  const stopProgress = startProgress();
+  const stopProgress = progress.start();
   const workers = [
     ...Array.from({ length: WORKERS }, () => worker((n) => `demo:${n}`)),
     ...Array.from({ length: MIG_WORKERS }, () => worker((n) => `${MIG_TAG}:${n}`)),
@@ -437,7 +396,7 @@ main().then(
     process.exit(0);
   },
   async (err) => {
-    if (TTY && progressShown) process.stdout.write('\n');
+    progress.breakLine();
     process.stderr.write(`\nDemo failed: ${(err as Error)?.stack ?? err}\n`);
     await cleanup();
     process.exit(1);

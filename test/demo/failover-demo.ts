@@ -25,6 +25,7 @@ import { decodeReply, encodeCommand } from '../support/resp-wire.js';
 import { findMissing } from '../support/missing-keys.js';
 import { startSentinel, type SentinelTopology } from '../support/topology.js';
 import { lineChart, type Marker } from './svg.js';
+import { bumpBucket, errorKind, onInterrupt, Progress, sumBefore } from './demo-kit.js';
 
 const WORKERS = Number(process.env.DEMO_WORKERS ?? 50);
 const SVG_PATH = path.resolve(process.env.DEMO_SVG ?? 'failover-timeline.svg');
@@ -32,7 +33,6 @@ const WARMUP_MS = 3000;
 const AFTER_SWITCH_MS = 4000;
 const AFTER_RECOVERY_MS = 4000;
 const BUCKET_MS = 100;
-const TTY = process.stdout.isTTY === true;
 
 const fmtAddr = (a: NodeAddress) => `${a.host}:${a.port}`;
 const sameAddr = (a: NodeAddress, b: NodeAddress) => a.port === b.port && a.host === b.host;
@@ -66,34 +66,10 @@ const sentinelDowns: { at: number; address: NodeAddress; message: string }[] = [
 const poolErrorEvents = new Map<string, { count: number; first: number; example: string }>();
 
 function bump(arr: number[], at: number): void {
-  const i = Math.max(0, Math.floor(rel(at) / BUCKET_MS));
-  while (arr.length <= i) arr.push(0);
-  arr[i]!++;
-}
-
-function errorKind(err: unknown): string {
-  if (!(err instanceof Error)) return typeof err;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && code !== '' ? `${err.name} ${code}` : err.name;
+  bumpBucket(arr, Math.floor(rel(at) / BUCKET_MS));
 }
 
 // ------------------------------------------------------------------------------- output
-
-let progressShown = false;
-
-/** Prints a line above the live progress line (or just a line without a TTY). */
-function say(line: string): void {
-  if (TTY && progressShown) process.stdout.write('\r\x1b[K');
-  process.stdout.write(line + '\n');
-  if (TTY && progressShown) drawProgress();
-}
-
-function opsLastSecond(): number {
-  const now = Math.floor(rel(Date.now()) / BUCKET_MS);
-  let n = 0;
-  for (let i = Math.max(0, now - 10); i < now; i++) n += opsPerBucket[i] ?? 0;
-  return n;
-}
 
 function progressLine(): string {
   const s = pool?.stats();
@@ -102,18 +78,11 @@ function progressLine(): string {
   return `t=${secs(Date.now()).padStart(6)}s  ${int(opsLastSecond()).padStart(7)} ops/s  errors ${int(errors)}  acked ${int(ackN.length)}  master ${master}${gate}`;
 }
 
-function drawProgress(): void {
-  process.stdout.write('\r\x1b[K' + progressLine());
-}
+const progress = new Progress(progressLine);
+const say = (line: string): void => progress.say(line);
 
-function startProgress(): () => void {
-  progressShown = true;
-  const timer = setInterval(() => (TTY ? drawProgress() : process.stdout.write(progressLine() + '\n')), TTY ? 200 : 1000);
-  return () => {
-    clearInterval(timer);
-    if (TTY && progressShown) process.stdout.write('\r\x1b[K' + progressLine() + '\n');
-    progressShown = false;
-  };
+function opsLastSecond(): number {
+  return sumBefore(opsPerBucket, Math.floor(rel(Date.now()) / BUCKET_MS), 10);
 }
 
 // ------------------------------------------------------------------------------- load
@@ -247,18 +216,7 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    if (TTY && progressShown) process.stdout.write('\n');
-    process.stdout.write(`${sig}: stopping the topology...\n`);
-    const hard = setTimeout(() => process.exit(130), 5000);
-    hard.unref();
-    void cleanup().finally(() => process.exit(sig === 'SIGINT' ? 130 : 143));
-  });
-}
+onInterrupt('the topology', cleanup, progress);
 
 // ------------------------------------------------------------------------------- main
 
@@ -294,7 +252,7 @@ async function main(): Promise<void> {
   say(`SentinelPool connected to ${fmtAddr(pool.master())}. Load: ${WORKERS} workers of idempotent SETs of unique keys.\n`);
 
   t0 = Date.now();
-  const stopProgress = startProgress();
+  const stopProgress = progress.start();
   const workers = Array.from({ length: WORKERS }, () => worker());
   let stoppedProgress = false;
   try {
@@ -445,7 +403,7 @@ main()
       process.exit(0);
     },
     async (err) => {
-      if (TTY && progressShown) process.stdout.write('\n');
+      progress.breakLine();
       process.stderr.write(`\nDemo failed: ${(err as Error)?.stack ?? err}\n`);
       await cleanup();
       process.exit(1);

@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool, keySlot, SentinelPool } from '../../src/index.js';
-import { startCluster, startSentinel, waitFor, type ClusterTopology, type SentinelTopology, type ServerHandle } from '../support/topology.js';
+import { migrateSlot } from '../support/cluster-ops.js';
+import { startCluster, startSentinel, waitFor, type ClusterTopology, type SentinelTopology } from '../support/topology.js';
 
 describe('cache through a Sentinel failover', () => {
   let topo: SentinelTopology;
@@ -56,19 +57,6 @@ describe('cache through a live slot migration', () => {
     await topo?.stop();
   });
 
-  async function migrate(slot: number, source: ServerHandle, target: ServerHandle): Promise<void> {
-    const sourceId = await source.cli('CLUSTER', 'MYID');
-    const targetId = await target.cli('CLUSTER', 'MYID');
-    await target.cli('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', sourceId);
-    await source.cli('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', targetId);
-    for (;;) {
-      const left = (await source.cli('CLUSTER', 'GETKEYSINSLOT', String(slot), '1000')).split('\n').filter(Boolean);
-      if (left.length === 0) break;
-      await source.cli('MIGRATE', target.host, String(target.port), '', '0', '5000', 'KEYS', ...left);
-    }
-    for (const m of await topo.masters()) await m.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-  }
-
   it('reads after the migration never return a value older than the writer\'s last write', async () => {
     const reader = await ClusterPool.create(topo.seeds, { protocol: 3, cache: {} });
     const writer = await ClusterPool.create(topo.seeds);
@@ -85,7 +73,7 @@ describe('cache through a live slot migration', () => {
       })();
       const source = await topo.nodeForSlot(slot);
       const target = (await topo.masters()).find((m) => m.port !== source.port)!;
-      await migrate(slot, source, target);
+      await migrateSlot(topo, slot, source, target);
       for (const [i, k] of keys.entries()) {
         await writer.set(k, `after-${i}`);
         await reader.call('PING');

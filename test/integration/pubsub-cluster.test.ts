@@ -9,6 +9,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ClusterPool, keySlot, type Subscription } from '../../src/index.js';
 import { ReceivedLog, startPublisher } from '../support/pubsub-check.js';
+import { failoverTo, migrateSlot, replicaOf } from '../support/cluster-ops.js';
 import { startCluster, waitFor, type ClusterTopology, type ServerHandle } from '../support/topology.js';
 
 let topo: ClusterTopology;
@@ -46,44 +47,6 @@ async function shardNumsubEverywhere(channel: string): Promise<number> {
   let n = 0;
   for (const node of topo.nodes) if (node.isAlive() && !node.isPaused()) n += await shardNumsub(node, channel);
   return n;
-}
-
-async function replicaOf(master: ServerHandle): Promise<ServerHandle> {
-  for (const r of await topo.replicas()) {
-    const role = (await r.cli('ROLE')).split('\n');
-    if (Number(role[2]) === master.port) return r;
-  }
-  throw new Error(`no replica of ${master.port}`);
-}
-
-/**
- * CLUSTER FAILOVER on `replica`, once its replication link is up, asked again if a manual
- * failover timed out (it does when the replica is still catching up right after the cluster formed).
- */
-async function failoverTo(replica: ServerHandle): Promise<void> {
-  await waitFor(async () => /master_link_status:up/.test(await replica.cli('INFO', 'replication')), 'the replica to be in sync', 30_000);
-  await waitFor(async () => {
-    if (/^master/.test(await replica.cli('ROLE'))) return true;
-    await replica.cli('CLUSTER', 'FAILOVER');
-    return waitFor(async () => /^master/.test(await replica.cli('ROLE')), 'the replica to become master', 8_000).catch(() => false);
-  }, 'a manual failover to succeed', 40_000, 100);
-}
-
-async function migrateSlot(slot: number, source: ServerHandle, target: ServerHandle): Promise<void> {
-  const sourceId = await source.cli('CLUSTER', 'MYID');
-  const targetId = await target.cli('CLUSTER', 'MYID');
-  await target.cli('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', sourceId);
-  await source.cli('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', targetId);
-  for (;;) {
-    const left = (await source.cli('CLUSTER', 'GETKEYSINSLOT', String(slot), '1000')).split('\n').filter(Boolean);
-    if (left.length === 0) break;
-    await source.cli('MIGRATE', target.host, String(target.port), '', '0', '5000', 'KEYS', ...left);
-  }
-  await target.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-  await source.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-  for (const m of await topo.masters()) {
-    if (m.port !== source.port && m.port !== target.port) await m.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-  }
 }
 
 interface Run {
@@ -164,7 +127,7 @@ describe('pub/sub in a cluster', () => {
   it('CLUSTER FAILOVER of the shard owning a sharded channel: followed to the new master', async () => {
     const channel = '{fo}seq';
     const owner = await topo.nodeForSlot(keySlot(channel));
-    const replica = await replicaOf(owner);
+    const replica = await replicaOf(topo, owner);
     const run = await runThrough(channel, () => failoverTo(replica));
     console.log(`CLUSTER FAILOVER ${owner.port} -> ${replica.port}: ${run.events.map((e) => `${e.reason} gapMs ${e.gapMs}`).join(', ')}; ${run.publisher.acknowledged.length} published, ${run.log.seqs.length} received`);
     expect(await shardNumsub(replica, channel)).toBe(1);
@@ -175,7 +138,7 @@ describe('pub/sub in a cluster', () => {
     const slot = keySlot(channel);
     const source = await topo.nodeForSlot(slot);
     const target = (await topo.masters()).find((m) => m.port !== source.port)!;
-    const run = await runThrough(channel, () => migrateSlot(slot, source, target));
+    const run = await runThrough(channel, () => migrateSlot(topo, slot, source, target));
     console.log(`migration of slot ${slot} ${source.port} -> ${target.port}: ${run.events.map((e) => `${e.reason} gapMs ${e.gapMs}`).join(', ')}`);
     expect(await shardNumsub(target, channel)).toBe(1);
   });
@@ -183,7 +146,7 @@ describe('pub/sub in a cluster', () => {
   it('SIGKILL of the shard master: followed to the promoted replica', async () => {
     const channel = '{kill}seq';
     const owner = await topo.nodeForSlot(keySlot(channel));
-    const replica = await replicaOf(owner);
+    const replica = await replicaOf(topo, owner);
     const run = await runThrough(channel, () => owner.kill('SIGKILL'));
     console.log(`SIGKILL ${owner.port} (replica ${replica.port}): ${run.events.map((e) => `${e.reason} gapMs ${e.gapMs}`).join(', ')}`);
     expect(await shardNumsub(replica, channel)).toBe(1);
