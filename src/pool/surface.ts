@@ -1,19 +1,20 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { settle } from './settle.js';
 import { EventEmitter } from 'eventemitter3';
 import type { Connection, SendOptions } from '../connection/connection.js';
-import { blockingSeconds, commandKind, isSubscribeCommand } from '../commands/blocking.js';
-import { installHelpers, type BatchCommands, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
+import { blockingSeconds, commandKind } from '../commands/blocking.js';
+import { installHelpers, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
 import type { ScanIterators } from '../commands/commands.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import { hscanEach, scanKeys, sscanEach, zscanEach } from '../commands/scan-iterators.js';
-import { bindScript, defineScript, ScriptDefinition, type Script, type ScriptOptions, type Scripting } from '../commands/script.js';
+import { bindScript, defineScript, type Script, type ScriptOptions, type Scripting } from '../commands/script.js';
 import { sendTraced } from '../diagnostics.js';
-import { PoolClosedError, RedisError } from '../errors.js';
+import { PoolClosedError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
 import { YIELD, type ClientCache } from '../cache/client-cache.js';
 import { effectiveDurability, isDurableWrite, type Durability, type DurabilityCounters } from './durability.js';
+import { Batch, batchSendOptions, runBatchOn } from './batch.js';
+import { Lease, useLease } from './lease.js';
 
 /** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
 export type BatchResult = Array<Reply | Error>;
@@ -77,7 +78,7 @@ export interface Dispatcher {
 }
 
 /** Commands sent around the client-side cache drop the entries of the keys they write. */
-function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
+export function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
   const cache = d.cache;
   if (cache !== undefined) for (const c of cmds) cache.noteWrite(c);
   return cmds;
@@ -127,7 +128,7 @@ export function markDurable(call: ResolvedCall, args: readonly Arg[]): ResolvedC
   return call;
 }
 
-function applyTransform(spec: CommandSpec, value: Reply): unknown {
+export function applyTransform(spec: CommandSpec, value: Reply): unknown {
   return spec.transform ? spec.transform(value) : value;
 }
 
@@ -276,17 +277,6 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, discard: (
   });
 }
 
-/**
- * Send options per command of a batch sent with `call`: a write carries the call's durability
- * (the connection appends one WAIT to the flush, so the whole batch costs one replication round
- * trip); anything else, or `undefined` (MULTI, ASKING), does not.
- */
-export function batchSendOptions(call: ResolvedCall): (args: readonly Arg[] | undefined) => SendOptions {
-  const plain = sendOptions(call.durable === undefined ? call : { ...call, durable: undefined });
-  if (call.durability === undefined) return () => plain;
-  const durable = sendOptions({ ...call, durable: call.durability });
-  return (args) => (args !== undefined && isDurableWrite(args) ? durable : plain);
-}
 
 /** Send options of one call: a resolved call already has the shape a connection reads (absolute deadline included). */
 export function sendOptions(call: ResolvedCall): SendOptions {
@@ -335,294 +325,6 @@ export class CommandView<S extends string | Buffer = string> extends Runner<S> {
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface CommandView<S extends string | Buffer = string> extends WithOverloads<S, 'view'> {}
 
-/**
- * A queue of commands sent together. Helpers and `call()` chain; `exec()` sends them.
- * In a pipeline one failing command does not fail the others: its entry is its error.
- */
-export class Batch<R extends BatchResult | null = BatchResult | null> {
-  private readonly cmds: Arg[][] = [];
-  private readonly specs: CommandSpec[] = [];
-  private done = false;
-
-  /** @internal */
-  constructor(
-    private readonly run: (cmds: Arg[][], call: ResolvedCall) => Promise<R>,
-    private readonly dispatcher: Dispatcher,
-    private readonly callOptions: CallOptions | undefined,
-    private readonly transaction: boolean,
-    private readonly open: () => void,
-    private readonly keyPrefix: KeyPrefixer | undefined = undefined,
-  ) {}
-
-  /** Number of queued commands. */
-  get length(): number {
-    return this.cmds.length;
-  }
-
-  /** Queues any command. */
-  call(command: string, ...args: Arg[]): this {
-    return this.queueSpec({ args: [command, ...args] });
-  }
-
-  /**
-   * Queues a script made by `pool.script()` as EVAL with its source: an entry of a batch that
-   * got NOSCRIPT could not be sent again without reordering the batch, so batches never send
-   * EVALSHA (a script is cached by its first run either way).
-   */
-  runScript(script: Script, ...keysAndArgs: Arg[]): this {
-    if (typeof script !== 'function' || typeof script.source !== 'string' || typeof script.keys !== 'number') {
-      throw new TypeError('runScript(script, ...keysAndArgs) needs a script made by pool.script(source, { keys }).');
-    }
-    const def = new ScriptDefinition(script.source, script.keys, script.readOnly === true);
-    return this.queueSpec(def.eval(def.check(keysAndArgs)));
-  }
-
-  /** @internal */
-  queueSpec(spec: CommandSpec): this {
-    if (this.done) throw new TypeError('This batch was already executed; create a new one.');
-    if (isSubscribeCommand(spec.args)) throw new TypeError(`${String(spec.args[0])} cannot run in a ${this.transaction ? 'transaction' : 'pipeline'}; use pool.use(lease => lease.subscribe(...)).`);
-    this.cmds.push(this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args);
-    this.specs.push(spec);
-    return this;
-  }
-
-  /**
-   * Sends every queued command in one write. Resolves to one entry per command, in order:
-   * its (transformed) value, or the error it got. A transaction resolves to null when a
-   * WATCHed key changed.
-   */
-  async exec(): Promise<R> {
-    this.open();
-    if (this.done) throw new TypeError('This batch was already executed; create a new one.');
-    this.done = true;
-    if (this.cmds.length === 0) return [] as BatchResult as R;
-    const call = resolveCall(this.dispatcher, this.callOptions, undefined);
-    const results = await this.run(this.cmds, call);
-    if (results === null) return results;
-    return results.map((r, i) => (r instanceof Error ? r : applyTransform(this.specs[i]!, r) as Reply)) as R;
-  }
-}
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface Batch<R extends BatchResult | null = BatchResult | null> extends BatchCommands<Batch<R>> {}
-installHelpers(Batch.prototype, 'queueSpec', false);
-
-/** What a lease did to its connection that the next borrower must not inherit. */
-interface LeaseState {
-  released: boolean;
-  /** WATCH was sent: UNWATCH goes out before the connection is reused. */
-  watched: boolean;
-  /** MULTI without EXEC/DISCARD, SELECT, CLIENT …, HELLO, AUTH, RESET: the connection is closed instead of reused. */
-  dirty: boolean;
-  inMulti: boolean;
-  /** A write was queued in the open MULTI: its EXEC needs a WAIT (with durability on). */
-  multiWrites: boolean;
-}
-
-/** Notes the connection state a command leaves behind (upper-cased name). */
-function track(state: LeaseState, args: readonly Arg[]): void {
-  const name = String(args[0]).toUpperCase();
-  switch (name) {
-    case 'WATCH': state.watched = true; break;
-    case 'UNWATCH': state.watched = false; break;
-    case 'MULTI': state.inMulti = true; break;
-    case 'EXEC': case 'DISCARD': state.inMulti = false; state.watched = false; break;
-    case 'SELECT': case 'CLIENT': case 'HELLO': case 'AUTH': case 'RESET': case 'READONLY': case 'READWRITE': case 'SWAPDB':
-      state.dirty = true;
-      break;
-  }
-}
-
-/**
- * An exclusive connection lent by `use()`: blocking commands, WATCH, SUBSCRIBE. It goes back
- * to the pool when `use()`'s function settles. State it leaves behind never reaches the next
- * borrower: a WATCH is undone with UNWATCH, and a connection left in MULTI, switched to another
- * database, renamed or subscribed is closed instead of reused.
- */
-export class Lease<S extends string | Buffer = string> {
-  /** @internal */
-  constructor(
-    private readonly conn: Connection,
-    private readonly dispatcher: Dispatcher,
-    private readonly callOptions: CallOptions | undefined,
-    private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false, multiWrites: false },
-    private readonly keyPrefix: KeyPrefixer | undefined = undefined,
-  ) {}
-
-  /** The node this connection talks to. */
-  get address(): NodeAddress {
-    return this.conn.address;
-  }
-
-  /**
-   * Aborts when this connection stops being usable: it closed, or the pool moved to another
-   * node (a Sentinel failover). A long-lived subscriber awaits it to resubscribe through a new
-   * lease; `signal.reason` says why.
-   */
-  get signal(): AbortSignal {
-    return this.conn.signal;
-  }
-
-  private check(): void {
-    if (this.state.released) throw new PoolClosedError('This lease was returned to the pool; use the connection only inside use().');
-  }
-
-  /** Sends any command on this connection (no retry: the connection is pinned). */
-  call<T = Reply>(command: string, ...args: Arg[]): Promise<T> {
-    return this.runSpec({ args: [command, ...args] }) as Promise<T>;
-  }
-
-  /** @internal */
-  runSpec(spec: CommandSpec): Promise<unknown> {
-    try {
-      this.check();
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    let block: number | undefined;
-    try {
-      block = spec.blockSeconds ?? blockingSeconds(spec.args);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    const args = this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args;
-    const inMulti = this.state.inMulti;
-    track(this.state, args);
-    const call = resolveCall(this.dispatcher, this.callOptions, block);
-    if (spec.deadline) call.deadline = spec.deadline;
-    this.dispatcher.cache?.noteWrite(args);
-    if (call.durability !== undefined) this.markLeaseDurable(call, args, inMulti);
-    const p = sendTraced(this.conn, args, sendOptions(call), 1);
-    return spec.transform ? p.then(spec.transform) : p;
-  }
-
-  /**
-   * With durability, a lease's writes get their WAIT like any other: a write sent on its own,
-   * or the EXEC of a MULTI that queued writes (inside the transaction a WAIT would be queued too).
-   */
-  private markLeaseDurable(call: ResolvedCall, args: readonly Arg[], inMulti: boolean): void {
-    const name = String(args[0]).toUpperCase();
-    if (name === 'MULTI') this.state.multiWrites = false;
-    else if (!inMulti) markDurable(call, args);
-    else if (name === 'EXEC') {
-      if (this.state.multiWrites) call.durable = call.durability;
-    } else if (isDurableWrite(args)) this.state.multiWrites = true;
-  }
-
-  /** This lease with per-call options. */
-  with(options: CallOptions): Lease<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
-    checkCallOptions(options);
-    return new Lease(this.conn, this.dispatcher, { ...this.callOptions, ...options }, this.state, this.keyPrefix);
-  }
-
-  /** A pipeline on this connection. */
-  pipeline(): Batch<BatchResult> {
-    return new Batch<BatchResult>((cmds, call) => this.runBatch(cmds, call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.check(), this.keyPrefix);
-  }
-
-  /** MULTI/EXEC on this connection (after WATCH, if you sent one); null when a WATCHed key changed. */
-  multi(): Batch<BatchResult | null> {
-    return new Batch<BatchResult | null>((cmds, call) => this.runBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.check(), this.keyPrefix);
-  }
-
-
-  private runBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
-    for (const c of cmds) track(this.state, c);
-    if (transaction) {
-      // EXEC (or its failure) ends the transaction and every WATCH.
-      this.state.watched = false;
-    }
-    return runBatchOn(this.conn, noteWrites(this.dispatcher, cmds), call, transaction);
-  }
-
-  /**
-   * Subscribes to channels (or patterns with `{ pattern: true }`) and calls `listener` for each
-   * message on those channels (or matching those patterns). Messages arrive until `use()`'s
-   * function returns: keep it pending (e.g. await a promise you resolve later) for as long as
-   * you want messages. The connection is closed rather than reused when the lease ends.
-   */
-  async subscribe(channels: string | string[], listener: (message: string, channel: string, pattern?: string) => void, options?: { pattern?: boolean }): Promise<void> {
-    this.check();
-    const list = Array.isArray(channels) ? channels : [channels];
-    if (list.length === 0) throw new TypeError('subscribe needs at least one channel.');
-    if (typeof listener !== 'function') throw new TypeError('subscribe needs a listener function.');
-    const mine = new Set(list);
-    const pattern = options?.pattern === true;
-    this.state.dirty = true;
-    this.conn.on('push', (v) => {
-      const kind = String(v[0]);
-      if (!pattern && kind === 'message' && mine.has(String(v[1]))) listener(String(v[2]), String(v[1]));
-      else if (pattern && kind === 'pmessage' && mine.has(String(v[1]))) listener(String(v[3]), String(v[2]), String(v[1]));
-    });
-    await this.conn.send([pattern ? 'PSUBSCRIBE' : 'SUBSCRIBE', ...list], { timeout: this.dispatcher.commandTimeout });
-  }
-
-  /** @internal Ends the lease: undoes a WATCH, or marks the connection unfit for reuse. */
-  end(): void {
-    const st = this.state;
-    st.released = true;
-    if (st.dirty || st.inMulti) this.conn.dirty = true;
-    else if (st.watched && this.conn.ready) void this.conn.send(['UNWATCH']).catch(() => {});
-  }
-}
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface Lease<S extends string | Buffer = string> extends Commands<S>, WithOverloads<S, 'lease'>, ScanIterators<S>, Scripting {}
-installHelpers(Lease.prototype, 'runSpec');
-// On a lease the iterators walk the leased connection's node (one master of a cluster).
-shareRunner(Lease.prototype, ['scanIterator', 'hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);
-
-/** Borrows, runs `fn`, and always gives the connection back (destroyed if it broke). */
-export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T>, key: Arg | undefined, callOptions: CallOptions | undefined, open: () => void, keyPrefix?: KeyPrefixer): Promise<T> {
-  open();
-  if (typeof fn !== 'function') throw new TypeError('use(fn) needs a function that receives the lease.');
-  // pool.with({ timeout }).use(…): that deadline bounds the wait for a connection too.
-  const deadline = callOptions?.timeout ? Date.now() + callOptions.timeout : 0;
-  // In a cluster the key picks the node: the prefixed key is the one the commands will use.
-  const h = await d.lease(key !== undefined && keyPrefix ? keyPrefix.key(key) : key, undefined, deadline);
-  const lease = new Lease(h.conn, d, callOptions, undefined, keyPrefix);
-  try {
-    return await fn(lease);
-  } finally {
-    lease.end();
-    h.release();
-  }
-}
-
-/**
- * Sends a batch on one connection in one write. For a transaction, wraps it in MULTI/EXEC
- * and maps EXEC's reply back to the commands (null when WATCH aborted it). `attempt` (1 for
- * the first send of this batch) is what diagnostics_channel reports.
- */
-export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean, attempt = 1): Promise<BatchResult | null> {
-  const optsFor = batchSendOptions(call);
-  const opts = optsFor(undefined);
-  if (!transaction) return Promise.all(cmds.map((c) => settle(sendTraced(conn, c, optsFor(c), attempt, cmds.length))));
-  // A transaction's writes are applied by EXEC: it carries the WAIT.
-  const write = cmds.find((c) => optsFor(c) !== opts);
-  const execOpts = write === undefined ? opts : optsFor(write);
-  const n = cmds.length + 2;
-  const all = await Promise.all([
-    settle(sendTraced(conn, ['MULTI'], opts, attempt, n)),
-    ...cmds.map((c) => settle(sendTraced(conn, c, opts, attempt, n))),
-    settle(sendTraced(conn, ['EXEC'], execOpts, attempt, n)),
-  ]);
-  const multi = all[0];
-  if (multi instanceof Error) throw multi;
-  const exec = all[all.length - 1];
-  if (exec instanceof Error) {
-    const queued = all.slice(1, -1).find((r) => r instanceof Error);
-    if (exec instanceof RedisError && exec.code === 'EXECABORT' && queued) {
-      throw new RedisError(exec.message, { cause: queued, address: conn.address });
-    }
-    throw exec;
-  }
-  if (exec === null) return null;
-  // A command failing inside EXEC is an element of EXEC's reply, not a reply of its own, so the
-  // connection did not stamp it: name the node, as for any other command's error.
-  return (exec as Reply[]).map((r) => {
-    if (r instanceof RedisError && r.address === undefined) r.address = conn.address;
-    return r as Reply | Error;
-  });
-}
 
 /**
  * The public pool: commands, views, batches, leases and events. Each mode supplies its
@@ -721,3 +423,8 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
 export interface BasePool<Events extends PoolEvents = PoolEvents> extends Commands, Omit<ScanIterators, 'scanIterator'>, Scripting {}
 installHelpers(BasePool.prototype, 'runSpec');
 shareRunner(BasePool.prototype, ['hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);
+
+export { Batch, batchSendOptions, runBatchOn, Lease, useLease };
+// On a lease the iterators walk the leased connection's node (one master of a cluster). Here,
+// not in lease.ts: it needs Runner, and lease.ts is evaluated before this module's body.
+shareRunner(Lease.prototype, ['scanIterator', 'hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);

@@ -1,0 +1,134 @@
+/** Pipelines and transactions: commands queued, then sent in one write on one connection. */
+import type { Connection, SendOptions } from '../connection/connection.js';
+import { installHelpers, type BatchCommands, type CommandSpec } from '../commands/helpers.js';
+import type { KeyPrefixer } from '../commands/key-prefix.js';
+import { ScriptDefinition, type Script } from '../commands/script.js';
+import { isSubscribeCommand } from '../commands/blocking.js';
+import { sendTraced } from '../diagnostics.js';
+import { RedisError } from '../errors.js';
+import type { Arg, Reply } from '../types.js';
+import type { CallOptions, ResolvedCall } from './call-options.js';
+import { isDurableWrite } from './durability.js';
+import { settle } from './settle.js';
+import { applyTransform, resolveCall, sendOptions, type BatchResult, type Dispatcher } from './surface.js';
+
+/**
+ * Send options per command of a batch sent with `call`: a write carries the call's durability
+ * (the connection appends one WAIT to the flush, so the whole batch costs one replication round
+ * trip); anything else, or `undefined` (MULTI, ASKING), does not.
+ */
+export function batchSendOptions(call: ResolvedCall): (args: readonly Arg[] | undefined) => SendOptions {
+  const plain = sendOptions(call.durable === undefined ? call : { ...call, durable: undefined });
+  if (call.durability === undefined) return () => plain;
+  const durable = sendOptions({ ...call, durable: call.durability });
+  return (args) => (args !== undefined && isDurableWrite(args) ? durable : plain);
+}
+
+/**
+ * A queue of commands sent together. Helpers and `call()` chain; `exec()` sends them.
+ * In a pipeline one failing command does not fail the others: its entry is its error.
+ */
+export class Batch<R extends BatchResult | null = BatchResult | null> {
+  private readonly cmds: Arg[][] = [];
+  private readonly specs: CommandSpec[] = [];
+  private done = false;
+
+  /** @internal */
+  constructor(
+    private readonly run: (cmds: Arg[][], call: ResolvedCall) => Promise<R>,
+    private readonly dispatcher: Dispatcher,
+    private readonly callOptions: CallOptions | undefined,
+    private readonly transaction: boolean,
+    private readonly open: () => void,
+    private readonly keyPrefix: KeyPrefixer | undefined = undefined,
+  ) {}
+
+  /** Number of queued commands. */
+  get length(): number {
+    return this.cmds.length;
+  }
+
+  /** Queues any command. */
+  call(command: string, ...args: Arg[]): this {
+    return this.queueSpec({ args: [command, ...args] });
+  }
+
+  /**
+   * Queues a script made by `pool.script()` as EVAL with its source: an entry of a batch that
+   * got NOSCRIPT could not be sent again without reordering the batch, so batches never send
+   * EVALSHA (a script is cached by its first run either way).
+   */
+  runScript(script: Script, ...keysAndArgs: Arg[]): this {
+    if (typeof script !== 'function' || typeof script.source !== 'string' || typeof script.keys !== 'number') {
+      throw new TypeError('runScript(script, ...keysAndArgs) needs a script made by pool.script(source, { keys }).');
+    }
+    const def = new ScriptDefinition(script.source, script.keys, script.readOnly === true);
+    return this.queueSpec(def.eval(def.check(keysAndArgs)));
+  }
+
+  /** @internal */
+  queueSpec(spec: CommandSpec): this {
+    if (this.done) throw new TypeError('This batch was already executed; create a new one.');
+    if (isSubscribeCommand(spec.args)) throw new TypeError(`${String(spec.args[0])} cannot run in a ${this.transaction ? 'transaction' : 'pipeline'}; use pool.use(lease => lease.subscribe(...)).`);
+    this.cmds.push(this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args);
+    this.specs.push(spec);
+    return this;
+  }
+
+  /**
+   * Sends every queued command in one write. Resolves to one entry per command, in order:
+   * its (transformed) value, or the error it got. A transaction resolves to null when a
+   * WATCHed key changed.
+   */
+  async exec(): Promise<R> {
+    this.open();
+    if (this.done) throw new TypeError('This batch was already executed; create a new one.');
+    this.done = true;
+    if (this.cmds.length === 0) return [] as BatchResult as R;
+    const call = resolveCall(this.dispatcher, this.callOptions, undefined);
+    const results = await this.run(this.cmds, call);
+    if (results === null) return results;
+    return results.map((r, i) => (r instanceof Error ? r : applyTransform(this.specs[i]!, r) as Reply)) as R;
+  }
+}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface Batch<R extends BatchResult | null = BatchResult | null> extends BatchCommands<Batch<R>> {}
+installHelpers(Batch.prototype, 'queueSpec', false);
+
+/**
+ * Sends a batch on one connection in one write. For a transaction, wraps it in MULTI/EXEC
+ * and maps EXEC's reply back to the commands (null when WATCH aborted it). `attempt` (1 for
+ * the first send of this batch) is what diagnostics_channel reports.
+ */
+export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean, attempt = 1): Promise<BatchResult | null> {
+  const optsFor = batchSendOptions(call);
+  const opts = optsFor(undefined);
+  if (!transaction) return Promise.all(cmds.map((c) => settle(sendTraced(conn, c, optsFor(c), attempt, cmds.length))));
+  // A transaction's writes are applied by EXEC: it carries the WAIT.
+  const write = cmds.find((c) => optsFor(c) !== opts);
+  const execOpts = write === undefined ? opts : optsFor(write);
+  const n = cmds.length + 2;
+  const all = await Promise.all([
+    settle(sendTraced(conn, ['MULTI'], opts, attempt, n)),
+    ...cmds.map((c) => settle(sendTraced(conn, c, opts, attempt, n))),
+    settle(sendTraced(conn, ['EXEC'], execOpts, attempt, n)),
+  ]);
+  const multi = all[0];
+  if (multi instanceof Error) throw multi;
+  const exec = all[all.length - 1];
+  if (exec instanceof Error) {
+    const queued = all.slice(1, -1).find((r) => r instanceof Error);
+    if (exec instanceof RedisError && exec.code === 'EXECABORT' && queued) {
+      throw new RedisError(exec.message, { cause: queued, address: conn.address });
+    }
+    throw exec;
+  }
+  if (exec === null) return null;
+  // A command failing inside EXEC is an element of EXEC's reply, not a reply of its own, so the
+  // connection did not stamp it: name the node, as for any other command's error.
+  return (exec as Reply[]).map((r) => {
+    if (r instanceof RedisError && r.address === undefined) r.address = conn.address;
+    return r as Reply | Error;
+  });
+}
+

@@ -1,0 +1,197 @@
+/**
+ * `use()`: an exclusive connection lent to a function, with the state it leaves behind tracked
+ * so that none of it reaches the next borrower.
+ */
+import type { Connection } from '../connection/connection.js';
+import { installHelpers, type CommandSpec, type Commands } from '../commands/helpers.js';
+import type { ScanIterators } from '../commands/commands.js';
+import type { KeyPrefixer } from '../commands/key-prefix.js';
+import type { Scripting } from '../commands/script.js';
+import { blockingSeconds } from '../commands/blocking.js';
+import { sendTraced } from '../diagnostics.js';
+import { PoolClosedError } from '../errors.js';
+import type { Arg, NodeAddress, Reply } from '../types.js';
+import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
+import { isDurableWrite } from './durability.js';
+import { Batch, runBatchOn } from './batch.js';
+import { markDurable, noteWrites, resolveCall, sendOptions, type BatchResult, type Dispatcher, type WithOverloads } from './surface.js';
+
+/** What a lease did to its connection that the next borrower must not inherit. */
+interface LeaseState {
+  released: boolean;
+  /** WATCH was sent: UNWATCH goes out before the connection is reused. */
+  watched: boolean;
+  /** MULTI without EXEC/DISCARD, SELECT, CLIENT …, HELLO, AUTH, RESET: the connection is closed instead of reused. */
+  dirty: boolean;
+  inMulti: boolean;
+  /** A write was queued in the open MULTI: its EXEC needs a WAIT (with durability on). */
+  multiWrites: boolean;
+}
+
+/** Notes the connection state a command leaves behind (upper-cased name). */
+function track(state: LeaseState, args: readonly Arg[]): void {
+  const name = String(args[0]).toUpperCase();
+  switch (name) {
+    case 'WATCH': state.watched = true; break;
+    case 'UNWATCH': state.watched = false; break;
+    case 'MULTI': state.inMulti = true; break;
+    case 'EXEC': case 'DISCARD': state.inMulti = false; state.watched = false; break;
+    case 'SELECT': case 'CLIENT': case 'HELLO': case 'AUTH': case 'RESET': case 'READONLY': case 'READWRITE': case 'SWAPDB':
+      state.dirty = true;
+      break;
+  }
+}
+
+/**
+ * An exclusive connection lent by `use()`: blocking commands, WATCH, SUBSCRIBE. It goes back
+ * to the pool when `use()`'s function settles. State it leaves behind never reaches the next
+ * borrower: a WATCH is undone with UNWATCH, and a connection left in MULTI, switched to another
+ * database, renamed or subscribed is closed instead of reused.
+ */
+export class Lease<S extends string | Buffer = string> {
+  /** @internal */
+  constructor(
+    private readonly conn: Connection,
+    private readonly dispatcher: Dispatcher,
+    private readonly callOptions: CallOptions | undefined,
+    private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false, multiWrites: false },
+    private readonly keyPrefix: KeyPrefixer | undefined = undefined,
+  ) {}
+
+  /** The node this connection talks to. */
+  get address(): NodeAddress {
+    return this.conn.address;
+  }
+
+  /**
+   * Aborts when this connection stops being usable: it closed, or the pool moved to another
+   * node (a Sentinel failover). A long-lived subscriber awaits it to resubscribe through a new
+   * lease; `signal.reason` says why.
+   */
+  get signal(): AbortSignal {
+    return this.conn.signal;
+  }
+
+  private check(): void {
+    if (this.state.released) throw new PoolClosedError('This lease was returned to the pool; use the connection only inside use().');
+  }
+
+  /** Sends any command on this connection (no retry: the connection is pinned). */
+  call<T = Reply>(command: string, ...args: Arg[]): Promise<T> {
+    return this.runSpec({ args: [command, ...args] }) as Promise<T>;
+  }
+
+  /** @internal */
+  runSpec(spec: CommandSpec): Promise<unknown> {
+    try {
+      this.check();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    let block: number | undefined;
+    try {
+      block = spec.blockSeconds ?? blockingSeconds(spec.args);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const args = this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args;
+    const inMulti = this.state.inMulti;
+    track(this.state, args);
+    const call = resolveCall(this.dispatcher, this.callOptions, block);
+    if (spec.deadline) call.deadline = spec.deadline;
+    this.dispatcher.cache?.noteWrite(args);
+    if (call.durability !== undefined) this.markLeaseDurable(call, args, inMulti);
+    const p = sendTraced(this.conn, args, sendOptions(call), 1);
+    return spec.transform ? p.then(spec.transform) : p;
+  }
+
+  /**
+   * With durability, a lease's writes get their WAIT like any other: a write sent on its own,
+   * or the EXEC of a MULTI that queued writes (inside the transaction a WAIT would be queued too).
+   */
+  private markLeaseDurable(call: ResolvedCall, args: readonly Arg[], inMulti: boolean): void {
+    const name = String(args[0]).toUpperCase();
+    if (name === 'MULTI') this.state.multiWrites = false;
+    else if (!inMulti) markDurable(call, args);
+    else if (name === 'EXEC') {
+      if (this.state.multiWrites) call.durable = call.durability;
+    } else if (isDurableWrite(args)) this.state.multiWrites = true;
+  }
+
+  /** This lease with per-call options. */
+  with(options: CallOptions): Lease<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    checkCallOptions(options);
+    return new Lease(this.conn, this.dispatcher, { ...this.callOptions, ...options }, this.state, this.keyPrefix);
+  }
+
+  /** A pipeline on this connection. */
+  pipeline(): Batch<BatchResult> {
+    return new Batch<BatchResult>((cmds, call) => this.runBatch(cmds, call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.check(), this.keyPrefix);
+  }
+
+  /** MULTI/EXEC on this connection (after WATCH, if you sent one); null when a WATCHed key changed. */
+  multi(): Batch<BatchResult | null> {
+    return new Batch<BatchResult | null>((cmds, call) => this.runBatch(cmds, call, true), this.dispatcher, this.callOptions, true, () => this.check(), this.keyPrefix);
+  }
+
+
+  private runBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
+    for (const c of cmds) track(this.state, c);
+    if (transaction) {
+      // EXEC (or its failure) ends the transaction and every WATCH.
+      this.state.watched = false;
+    }
+    return runBatchOn(this.conn, noteWrites(this.dispatcher, cmds), call, transaction);
+  }
+
+  /**
+   * Subscribes to channels (or patterns with `{ pattern: true }`) and calls `listener` for each
+   * message on those channels (or matching those patterns). Messages arrive until `use()`'s
+   * function returns: keep it pending (e.g. await a promise you resolve later) for as long as
+   * you want messages. The connection is closed rather than reused when the lease ends.
+   */
+  async subscribe(channels: string | string[], listener: (message: string, channel: string, pattern?: string) => void, options?: { pattern?: boolean }): Promise<void> {
+    this.check();
+    const list = Array.isArray(channels) ? channels : [channels];
+    if (list.length === 0) throw new TypeError('subscribe needs at least one channel.');
+    if (typeof listener !== 'function') throw new TypeError('subscribe needs a listener function.');
+    const mine = new Set(list);
+    const pattern = options?.pattern === true;
+    this.state.dirty = true;
+    this.conn.on('push', (v) => {
+      const kind = String(v[0]);
+      if (!pattern && kind === 'message' && mine.has(String(v[1]))) listener(String(v[2]), String(v[1]));
+      else if (pattern && kind === 'pmessage' && mine.has(String(v[1]))) listener(String(v[3]), String(v[2]), String(v[1]));
+    });
+    await this.conn.send([pattern ? 'PSUBSCRIBE' : 'SUBSCRIBE', ...list], { timeout: this.dispatcher.commandTimeout });
+  }
+
+  /** @internal Ends the lease: undoes a WATCH, or marks the connection unfit for reuse. */
+  end(): void {
+    const st = this.state;
+    st.released = true;
+    if (st.dirty || st.inMulti) this.conn.dirty = true;
+    else if (st.watched && this.conn.ready) void this.conn.send(['UNWATCH']).catch(() => {});
+  }
+}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface Lease<S extends string | Buffer = string> extends Commands<S>, WithOverloads<S, 'lease'>, ScanIterators<S>, Scripting {}
+installHelpers(Lease.prototype, 'runSpec');
+
+/** Borrows, runs `fn`, and always gives the connection back (destroyed if it broke). */
+export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T>, key: Arg | undefined, callOptions: CallOptions | undefined, open: () => void, keyPrefix?: KeyPrefixer): Promise<T> {
+  open();
+  if (typeof fn !== 'function') throw new TypeError('use(fn) needs a function that receives the lease.');
+  // pool.with({ timeout }).use(…): that deadline bounds the wait for a connection too.
+  const deadline = callOptions?.timeout ? Date.now() + callOptions.timeout : 0;
+  // In a cluster the key picks the node: the prefixed key is the one the commands will use.
+  const h = await d.lease(key !== undefined && keyPrefix ? keyPrefix.key(key) : key, undefined, deadline);
+  const lease = new Lease(h.conn, d, callOptions, undefined, keyPrefix);
+  try {
+    return await fn(lease);
+  } finally {
+    lease.end();
+    h.release();
+  }
+}
+
