@@ -80,6 +80,19 @@ export class ClusterDispatcher implements Dispatcher {
     return this.runner.sendOn(this.h.topology.pool(node), args, call, false);
   }
 
+  /**
+   * A blocking command on an exclusive connection, following MOVED/ASK/TRYAGAIN/CLUSTERDOWN as
+   * any command does: those replies prove it did not run. Its keys must share one slot.
+   */
+  runBlocking(args: Arg[], call: ResolvedCall): Promise<Reply> {
+    const r = this.router.route(args);
+    const plan = this.router.multiSlot(args, r);
+    // Never split: a BLPOP over several nodes would pop twice.
+    if (plan.action === 'refuse') return Promise.reject(plan.error);
+    if (plan.action === 'split') return Promise.reject(crossSlotError(r.name, plan.parts.map((p) => p.slot)));
+    return this.runner.run(newFlight(args, r), call, true);
+  }
+
   dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
     return transaction ? runTransaction(this.runner, cmds, call) : runPipeline(this.runner, cmds, call);
   }

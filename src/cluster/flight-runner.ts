@@ -39,8 +39,11 @@ export class FlightRunner {
     readonly router: Router,
   ) {}
 
-  /** The redirect/retry loop of one command. */
-  async run(f: Flight, call: ResolvedCall): Promise<Reply> {
+  /**
+   * The redirect/retry loop of one command. `exclusive`: each attempt borrows an exclusive
+   * connection (a blocking command must not stall a lane) instead of using the node's lane.
+   */
+  async run(f: Flight, call: ResolvedCall, exclusive = false): Promise<Reply> {
     const started = Date.now();
     try {
       for (;;) {
@@ -52,7 +55,8 @@ export class FlightRunner {
         }
         const asking = takeRedirect(f);
         try {
-          return await this.sendOn(this.h.topology.pool(address), f.args, call, asking, f);
+          const pool = this.h.topology.pool(address);
+          return await (exclusive ? this.sendExclusive(pool, f.args, call, asking, f) : this.sendOn(pool, f.args, call, asking, f));
         } catch (err) {
           if (err instanceof Rerouted) continue;
           // The deadline passed while waiting for a connection: report the attempts that failed before.
@@ -75,6 +79,22 @@ export class FlightRunner {
     const opts = sendOptions(call);
     if (asking) sendAsking(conn, opts);
     return sendTraced(conn, args, opts, f ? f.attempts.length + 1 : 1);
+  }
+
+  /**
+   * Sends on an exclusive connection of a node (BLPOP, XREAD BLOCK …), borrowed within the
+   * call's deadline and given back once the reply is in; ASKING goes right before it with `asking`.
+   */
+  async sendExclusive(pool: NodePool, args: Arg[], call: ResolvedCall, asking: boolean, f: Flight): Promise<Reply> {
+    const conn = await pool.acquire(call.deadline);
+    try {
+      if (call.signal?.aborted) throw call.signal.reason;
+      const opts = sendOptions(call);
+      if (asking) sendAsking(conn, opts);
+      return await sendTraced(conn, args, opts, f.attempts.length + 1);
+    } finally {
+      pool.release(conn);
+    }
   }
 
   /**

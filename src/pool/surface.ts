@@ -75,6 +75,11 @@ export interface Dispatcher {
   readonly durabilityCounters?: DurabilityCounters;
   /** The pool's client-side cache, when `cache` is on (`call()` and the helpers go through it). */
   cache?: ClientCache;
+  /**
+   * Runs a blocking command on an exclusive connection with the mode's redirect handling (a
+   * cluster follows MOVED/ASK/CLUSTERDOWN). Without it, the command is sent once on a lease.
+   */
+  runBlocking?(args: Arg[], call: ResolvedCall): Promise<Reply>;
 }
 
 /** Commands sent around the client-side cache drop the entries of the keys they write. */
@@ -182,6 +187,7 @@ abstract class Runner<S extends string | Buffer = string> {
     const call = markDurable(resolveCall(this.dispatcher, this.callOptions, block), args);
     if (spec.deadline) call.deadline = spec.deadline;
     if (block !== undefined) {
+      if (this.dispatcher.runBlocking) return this.dispatcher.runBlocking(args, call).then((v) => applyTransform(spec, v));
       return abortable(this.dispatcher.lease(undefined, args, call.deadline), call.signal, (h) => h.release()).then(async (h) => {
         try {
           return applyTransform(spec, await sendTraced(h.conn, args, sendOptions(call), 1));

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool, CrossSlotError, RedisError, keySlot } from '../../src/index.js';
+import { migrateSlot } from '../support/cluster-ops.js';
 import { startCluster, waitFor, type ClusterTopology } from '../support/topology.js';
 
 let topo: ClusterTopology;
@@ -427,5 +428,33 @@ describe('ClusterPool: live slot migration under load', () => {
     const st = pool.stats();
     expect(st.redirects.ask).toBeGreaterThan(0);
     expect(st.redirects.moved).toBeGreaterThan(0);
+  });
+});
+
+describe('ClusterPool: blocking commands follow redirections', () => {
+  it('a BLPOP sent to the old owner of a migrated slot follows the MOVED and gets the pushed value', async () => {
+    const stale = await ClusterPool.create(topo.seeds);
+    const writer = await ClusterPool.create(topo.seeds);
+    try {
+      const key = '{blockmove}q';
+      const slot = keySlot(key);
+      // The stale pool learns the map now, then the slot moves behind its back.
+      await stale.get(key);
+      const source = await topo.nodeForSlot(slot);
+      const target = (await topo.masters()).find((m) => m.port !== source.port)!;
+      await migrateSlot(topo, slot, source, target);
+      const moved: unknown[] = [];
+      stale.on('moved', (m) => moved.push(m));
+      const popping = stale.blpop(key, 10);
+      // The writer's push lands on the new owner; the BLPOP, redirected there, receives it.
+      await waitFor(() => moved.length > 0, 'the BLPOP to be redirected');
+      await waitFor(async () => Number(await target.cli('CLIENT', 'LIST', 'TYPE', 'normal').then((l) => (l.match(/cmd=blpop/g) ?? []).length)) > 0, 'the BLPOP to block on the new owner');
+      await writer.rpush(key, 'after-move');
+      expect(await popping).toEqual([key, 'after-move']);
+      expect(stale.stats().redirects.moved).toBeGreaterThan(0);
+    } finally {
+      await stale.close();
+      await writer.close();
+    }
   });
 });
