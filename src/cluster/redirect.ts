@@ -111,6 +111,10 @@ function classify(err: unknown, ctx: RedirectContext): Decision {
       }
       case 'TRYAGAIN':
         return { action: 'retry', delay: 'tryagain', refresh: false };
+      case 'UNBLOCKED':
+        // A blocked command the server released without running it (its slot moved away, or
+        // the node became a replica): it did not pop, and the map is stale.
+        return { action: 'retry', delay: 'clusterdown', refresh: true };
       case 'CLUSTERDOWN':
       case 'READONLY':
         // READONLY: we wrote to a node that is a replica now (failover): our map is stale.

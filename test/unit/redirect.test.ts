@@ -82,6 +82,7 @@ describe('decideRedirect', () => {
     ['malformed MOVED', new RedisError('MOVED 99999 h:1'), {}, { action: 'retry', delay: 'clusterdown', refresh: true }],
     ['TRYAGAIN', new RedisError('TRYAGAIN Multiple keys request during rehashing of slot'), {}, { action: 'retry', delay: 'tryagain', refresh: false }],
     ['CLUSTERDOWN', new RedisError('CLUSTERDOWN The cluster is down'), {}, { action: 'retry', delay: 'clusterdown', refresh: true }],
+    ['UNBLOCKED (a blocked command released unrun: its slot moved)', new RedisError('UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)'), {}, { action: 'retry', delay: 'clusterdown', refresh: true }],
     ['READONLY', new RedisError("READONLY You can't write against a read only replica."), {}, { action: 'retry', delay: 'clusterdown', refresh: true }],
     ['LOADING', new RedisError('LOADING Redis is loading the dataset in memory'), {}, { action: 'retry', delay: 'clusterdown', refresh: false }],
     ['NOREPLICAS', new RedisError('NOREPLICAS Not enough good replicas to write.'), {}, { action: 'retry', delay: 'clusterdown', refresh: false }],
