@@ -1,7 +1,11 @@
 import type { CommandInfo } from '../commands/command-table.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import type { Durability, DurabilityCounters } from '../pool/durability.js';
-import type { BatchResult, Dispatcher, LeaseHandle } from '../pool/surface.js';
+import { resolveCall, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/surface.js';
+import type { CallOptions } from '../pool/call-options.js';
+import { HELPERS, type ScanOptions } from '../commands/helpers.js';
+import type { KeyPrefixer } from '../commands/key-prefix.js';
+import { prefixedScan } from '../commands/scan-iterators.js';
 import { withinDeadline } from '../pool/lane-dispatcher.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import type { ClusterHost } from './cluster-host.js';
@@ -73,6 +77,21 @@ export class ClusterDispatcher implements Dispatcher {
     if (targets.length === 0) throw slotNotServed(0);
     const replies = await Promise.all(targets.map((t) => settle(this.sendTo(t, args, call))));
     return mergeFanout(info.responsePolicy, replies);
+  }
+
+  /** SCAN on every master serving slots, one after the other (the keys of a cluster are spread over them). */
+  async *scanEveryNode(options: ScanOptions | undefined, callOptions: CallOptions | undefined, keyPrefix: KeyPrefixer | undefined): AsyncIterableIterator<string> {
+    const o = prefixedScan(options, keyPrefix);
+    for (const m of this.h.topology.map.masters({ withSlots: true })) {
+      let cursor = '0';
+      do {
+        const spec = HELPERS.scan(cursor, o);
+        const reply = await this.sendTo(m, spec.args, resolveCall(this, callOptions, undefined));
+        const [next, keys] = spec.transform!(reply) as [string, string[]];
+        cursor = next;
+        for (const k of keys) yield keyPrefix ? keyPrefix.strip(k) : k;
+      } while (cursor !== '0');
+    }
   }
 
   /** Sends a command to one given node (SCAN per master), without redirects. */

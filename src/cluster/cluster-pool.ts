@@ -2,9 +2,7 @@ import { BUILTIN_TABLE_VERSION, CommandRegistry } from '../commands/command-tabl
 import { Connection } from '../connection/connection.js';
 import { publishRedirect, publishTopology } from '../diagnostics.js';
 import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
-import { HELPERS, type ScanOptions } from '../commands/helpers.js';
 import { KeyPrefixer } from '../commands/key-prefix.js';
-import { prefixedScan } from '../commands/scan-iterators.js';
 import type { NodePool, NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
 import type { DurabilityStats } from '../pool/durability.js';
@@ -300,27 +298,6 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   refresh(): Promise<void> {
     this.ensureOpen();
     return this.topology.refreshed();
-  }
-
-  /**
-   * Iterates over every key of every master (SCAN on each in turn). A key is seen once unless
-   * its slot migrates during the walk. With a `keyPrefix`, only keys under the prefix are
-   * scanned (`match` applies after it) and they are yielded without it.
-   */
-  override async *scanIterator(options?: ScanOptions): AsyncIterableIterator<string> {
-    this.ensureOpen();
-    const o = prefixedScan(options, this.keyPrefix);
-    const masters = this.topology.map.masters({ withSlots: true });
-    for (const m of masters) {
-      let cursor = '0';
-      do {
-        const spec = HELPERS.scan(cursor, o);
-        const reply = await this.dispatcher.sendTo(m, spec.args, resolveCall(this.dispatcher, this.callOptions, undefined));
-        const [next, keys] = spec.transform!(reply) as [string, string[]];
-        cursor = next;
-        for (const k of keys) yield this.keyPrefix ? this.keyPrefix.strip(k) : k;
-      } while (cursor !== '0');
-    }
   }
 
   /** Nodes, masters, per-node pools, redirect and refresh counts. */

@@ -3,7 +3,8 @@
  * so that none of it reaches the next borrower.
  */
 import type { Connection } from '../connection/connection.js';
-import { installHelpers, type CommandSpec, type Commands } from '../commands/helpers.js';
+import { installHelpers, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
+import { scanKeys } from '../commands/scan-iterators.js';
 import type { ScanIterators } from '../commands/commands.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import type { Scripting } from '../commands/script.js';
@@ -164,6 +165,11 @@ export class Lease<S extends string | Buffer = string> {
       else if (pattern && kind === 'pmessage' && mine.has(String(v[1]))) listener(String(v[3]), String(v[2]), String(v[1]));
     });
     await this.conn.send([pattern ? 'PSUBSCRIBE' : 'SUBSCRIBE', ...list], { timeout: this.dispatcher.commandTimeout });
+  }
+
+  /** Iterates over the keys of the leased connection's node with SCAN (one master of a cluster). */
+  scanIterator(options?: ScanOptions): AsyncIterableIterator<S> {
+    return scanKeys((spec) => this.runSpec(spec), options, this.keyPrefix) as AsyncIterableIterator<S>;
   }
 
   /** @internal Ends the lease: undoes a WATCH, or marks the connection unfit for reuse. */

@@ -80,6 +80,11 @@ export interface Dispatcher {
    * cluster follows MOVED/ASK/CLUSTERDOWN). Without it, the command is sent once on a lease.
    */
   runBlocking?(args: Arg[], call: ResolvedCall): Promise<Reply>;
+  /**
+   * Iterates over the keys of every node that holds a share of them (a cluster: every master),
+   * for `scanIterator()` on pools and views; without it, SCAN goes through `dispatch` (one node).
+   */
+  scanEveryNode?(options: ScanOptions | undefined, call: CallOptions | undefined, keyPrefix: KeyPrefixer | undefined): AsyncIterableIterator<string>;
 }
 
 /** Commands sent around the client-side cache drop the entries of the keys they write. */
@@ -216,6 +221,15 @@ abstract class Runner<S extends string | Buffer = string> {
    * are scanned (`match` applies after it) and they are yielded without it.
    */
   scanIterator(options?: ScanOptions): AsyncIterableIterator<S> {
+    const every = this.dispatcher.scanEveryNode;
+    if (every) {
+      // A closed pool rejects on the first step, as the one-node walk does.
+      const walk = async function* (self: Runner<S>): AsyncIterableIterator<S> {
+        self.ensureOpen();
+        yield* every.call(self.dispatcher, options, self.callOptions, self.keyPrefix) as AsyncIterableIterator<S>;
+      };
+      return walk(this);
+    }
     return scanKeys((spec) => this.runSpec(spec), options, this.keyPrefix) as AsyncIterableIterator<S>;
   }
 
@@ -431,6 +445,7 @@ installHelpers(BasePool.prototype, 'runSpec');
 shareRunner(BasePool.prototype, ['hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);
 
 export { Batch, batchSendOptions, runBatchOn, Lease, useLease };
-// On a lease the iterators walk the leased connection's node (one master of a cluster). Here,
+// On a lease the iterators walk the leased connection's node (one master of a cluster; lease.ts
+// has its own scanIterator for that). Here,
 // not in lease.ts: it needs Runner, and lease.ts is evaluated before this module's body.
-shareRunner(Lease.prototype, ['scanIterator', 'hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);
+shareRunner(Lease.prototype, ['hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);

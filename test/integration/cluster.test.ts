@@ -458,3 +458,26 @@ describe('ClusterPool: blocking commands follow redirections', () => {
     }
   });
 });
+
+describe('ClusterPool: scanIterator on a view', () => {
+  it('pool.with(…).scanIterator() walks every master, as pool.scanIterator() does', async () => {
+    const keys = Array.from({ length: 60 }, (_, i) => `viewscan:${i}`);
+    for (const k of keys) await pool.set(k, '1');
+    const owners = new Set<number>();
+    for (const k of keys) owners.add((await topo.nodeForSlot(keySlot(k))).port);
+    expect(owners.size).toBeGreaterThan(1);
+    const fromPool: string[] = [];
+    for await (const k of pool.scanIterator({ match: 'viewscan:*' })) fromPool.push(k);
+    const fromView: string[] = [];
+    for await (const k of pool.with({ timeout: 5000 }).scanIterator({ match: 'viewscan:*', count: 10 })) fromView.push(k);
+    expect(new Set(fromPool)).toEqual(new Set(keys));
+    expect(new Set(fromView)).toEqual(new Set(keys));
+    // A lease still walks its own node only.
+    const owner = await topo.nodeForSlot(keySlot(keys[0]!));
+    const fromLease: string[] = [];
+    await pool.use(async (l) => { for await (const k of l.scanIterator({ match: 'viewscan:*' })) fromLease.push(k); }, { key: keys[0]! });
+    const ownerKeys = [];
+    for (const k of keys) if ((await topo.nodeForSlot(keySlot(k))).port === owner.port) ownerKeys.push(k);
+    expect(new Set(fromLease)).toEqual(new Set(ownerKeys));
+  });
+});
