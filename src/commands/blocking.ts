@@ -50,7 +50,14 @@ export function isSubscribeCommand(args: readonly Arg[]): boolean {
 }
 
 /** How a command must be sent: over the shared lane, on an exclusive connection, or not through `call()` at all. */
-export type CommandKind = 'plain' | 'blocking' | 'subscribe';
+export type CommandKind = 'plain' | 'blocking' | 'subscribe' | 'connection-state';
+
+/**
+ * Commands whose effect is the state of the connection they run on (a transaction, a WATCH, the
+ * selected database, the login, the protocol): on a lane other callers' commands would run
+ * inside that state, so they belong on a leased connection.
+ */
+const CONNECTION_STATE = new Set(['WATCH', 'UNWATCH', 'MULTI', 'EXEC', 'DISCARD', 'SELECT', 'RESET', 'HELLO', 'AUTH', 'QUIT', 'READONLY', 'READWRITE']);
 
 const KINDS = new Map<string, CommandKind>();
 
@@ -72,5 +79,6 @@ export function commandKind(name: Arg): CommandKind {
 function kindOf(name: string): CommandKind {
   if (PUBSUB.test(name)) return 'subscribe';
   const upper = name.toUpperCase();
+  if (CONNECTION_STATE.has(upper)) return 'connection-state';
   return ALWAYS_BLOCKING.has(upper) || upper === 'XREAD' || upper === 'XREADGROUP' ? 'blocking' : 'plain';
 }

@@ -181,7 +181,10 @@ abstract class Runner<S extends string | Buffer = string> {
     }
     const kind = commandKind(args[0]!);
     if (kind === 'subscribe') {
-      return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
+      return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; use pool.subscribe(...), or run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
+    }
+    if (kind === 'connection-state') {
+      return Promise.reject(new TypeError(`${String(args[0])} changes the state of the connection it runs on, and call() shares its connection with other callers; it was not sent. Run it on a leased connection (pool.use(lease => …)), or use pool.multi() for a transaction.`));
     }
     let block: number | undefined;
     try {

@@ -798,3 +798,27 @@ describe('server failures', () => {
     expect(await p.get('k')).toBe('v');
   });
 });
+
+describe('call() refuses commands that change its shared connection', () => {
+  it('WATCH, MULTI, SELECT … reject with a TypeError pointing at use(); on a lease they run', async () => {
+    const topo = await startStandalone();
+    const pool = await StandalonePool.create(topo.address);
+    try {
+      for (const args of [['WATCH', 'k'], ['MULTI'], ['EXEC'], ['SELECT', '1'], ['AUTH', 'x']]) {
+        const err = await pool.call(args[0]!, ...args.slice(1)).catch((e: unknown) => e);
+        expect(err, args[0]).toBeInstanceOf(TypeError);
+        expect((err as Error).message).toMatch(/leased connection|pool\.use/);
+      }
+      // Nothing reached the server: the lane still answers in database 0.
+      await pool.set('state:k', 'v');
+      expect(await pool.get('state:k')).toBe('v');
+      expect(await pool.use(async (l) => {
+        expect(await l.call('WATCH', 'state:k')).toBe('OK');
+        return l.multi().set('state:k', 'w').exec();
+      })).toEqual(['OK']);
+    } finally {
+      await pool.close();
+      await topo.stop();
+    }
+  });
+});
