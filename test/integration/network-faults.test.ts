@@ -653,7 +653,7 @@ describe('sentinel through fault proxies', () => {
     await failoverDone(toReal);
   });
 
-  it('a sentinel black-holed while it leads a failover: the pool still follows the failover through the other sentinels', { timeout: 90_000 }, async () => {
+  it('a sentinel black-holed while it leads a failover: the pool still follows the failover through the other sentinels', { timeout: 120_000 }, async () => {
     const fromReal = await topo.currentMaster();
     const pool = await create(base);
     const log = new EventLog(pool);
@@ -665,8 +665,14 @@ describe('sentinel through fault proxies', () => {
     px.of(leader).blackhole();
     const t0 = Date.now();
     expect(await leader.cli('SENTINEL', 'FAILOVER', topo.masterName)).toBe('OK');
-    // Generous: on a loaded machine the sentinels themselves took over 30 s to agree once.
-    const toReal = await topo.waitForNewMaster(fromReal, 45_000);
+    // A forced failover the sentinels abort (no replica they judge good yet, right after the
+    // previous test's failover) is asked for again: what is tested is the pool, not the sentinels.
+    let toReal: NodeAddress | undefined;
+    for (let ask = 0; toReal === undefined && ask < 4; ask++) {
+      if (ask > 0) await leader.cli('SENTINEL', 'FAILOVER', topo.masterName).catch(() => 'INPROG');
+      toReal = await topo.waitForNewMaster(fromReal, 15_000).catch(() => undefined);
+    }
+    if (toReal === undefined) throw new Error(`the sentinels did not complete a failover away from ${fromReal.host}:${fromReal.port} after 4 requests`);
     const ev = (await waitFor(() => log.failover[0], 'the failover event through the other sentinels', 30_000)).info;
     await load.waitForAcks(300, 'writes after the failover');
     await load.stop();
