@@ -93,26 +93,22 @@ export class ClientCache {
    * waited a turn, and is served now whatever the budget.
    */
   run(args: readonly Arg[], send: () => Promise<Reply>, waited = false): Reply | typeof YIELD | Promise<Reply> | undefined {
-    const raw = args[0];
-    if (typeof raw !== 'string') return undefined;
-    // Fast path for the common one-argument reads: their id without building a plan.
-    let e = args.length === 2 && typeof args[1] === 'string' ? this.simpleMap(raw)?.get(args[1]) : undefined;
-    if (e === undefined) {
-      const plan = cachePlan(args, this.o.prefixes);
-      switch (plan.kind) {
-        case 'none':
-          return undefined;
-        case 'write':
-          for (const k of plan.keys) this.invalidateKey(String(k));
-          return undefined;
-        case 'mget': {
-          const hit = this.lookupMget(plan.keys);
-          return hit === MISS ? this.fetchMget(plan.keys, send) : hit;
-        }
-        case 'read':
-          e = this.entries.get(plan.entry);
-          if (e === undefined) return this.fetch(plan.entry, plan.key, send);
+    // The hit of a two-part read is {@link hit}'s; callers try it first, so this path plans.
+    const plan = cachePlan(args, this.o.prefixes);
+    let e: Entry | undefined;
+    switch (plan.kind) {
+      case 'none':
+        return undefined;
+      case 'write':
+        for (const k of plan.keys) this.invalidateKey(String(k));
+        return undefined;
+      case 'mget': {
+        const hit = this.lookupMget(plan.keys);
+        return hit === MISS ? this.fetchMget(plan.keys, send) : hit;
       }
+      case 'read':
+        e = this.entries.get(plan.entry);
+        if (e === undefined) return this.fetch(plan.entry, plan.key, send);
     }
     if (!waited && this.overTurn()) return YIELD;
     if (this.o.ttl > 0 && e.expires <= this.turnStart) {

@@ -15,6 +15,12 @@ export function nameKey(kind: SubscriptionKind, name: string): string {
   return (kind === 'channel' ? 'c:' : kind === 'pattern' ? 'p:' : 's:') + name;
 }
 
+/** The kind and name a {@link nameKey} stands for. */
+export function parseNameKey(key: string): { kind: SubscriptionKind; name: string } {
+  const kind: SubscriptionKind = key.startsWith('c:') ? 'channel' : key.startsWith('p:') ? 'pattern' : 'shard';
+  return { kind, name: key.slice(2) };
+}
+
 /** What one pub/sub frame from a subscriber connection means. */
 export type PubSubFrame =
   | { type: 'message'; key: string; channel: string; pattern: string | undefined; payload: string | Buffer }

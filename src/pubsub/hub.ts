@@ -3,7 +3,7 @@ import { PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { backoffDelay, type BackoffOptions } from '../pool/backoff.js';
 import type { NodePool } from '../pool/node-pool.js';
 import { formatAddress, type Reply } from '../types.js';
-import { COMMANDS, nameKey, readFrame, type ResolvedSubscriptionOptions, type SubscriptionKind } from './frames.js';
+import { COMMANDS, nameKey, parseNameKey, readFrame, type ResolvedSubscriptionOptions, type SubscriptionKind } from './frames.js';
 import { groupBy, planSubscriptions } from './plan.js';
 import { Subscription, type Listener } from './subscription.js';
 
@@ -257,12 +257,17 @@ export class PubSubHub {
     }
   }
 
-  private dropLink(link: Link, reason: string, at: number): void {
-    this.links.delete(link.pool);
+  /** Every name on `link` (confirmed or on its way) stopped being trustworthy at `at`. */
+  private markLinkLost(link: Link, reason: string, at: number): void {
     for (const key of [...link.names, ...link.adding]) {
       const e = this.entries.get(key);
       if (e) this.markLost(e, reason, at);
     }
+  }
+
+  private dropLink(link: Link, reason: string, at: number): void {
+    this.links.delete(link.pool);
+    this.markLinkLost(link, reason, at);
     link.names.clear();
     link.adding.clear();
     const conn = link.conn;
@@ -352,10 +357,7 @@ export class PubSubHub {
       const at = Date.now();
       const reason = conn.generation !== pool.generation ? 'failover' : 'connection-lost';
       l.lost = reason;
-      for (const key of [...l.names, ...l.adding]) {
-        const e = this.entries.get(key);
-        if (e) this.markLost(e, reason, at);
-      }
+      this.markLinkLost(l, reason, at);
       void this.kick();
     });
     return l;
@@ -423,11 +425,10 @@ export class PubSubHub {
   private async unsubscribe(link: Link, keys: string[]): Promise<boolean> {
     const conn = link.conn;
     if (conn === undefined || !conn.isOpen) return true;
-    const byKind = groupBy(keys, (k) => k.slice(0, 2));
-    const sends = [...byKind.values()].map(async (group) => {
-      const kind: SubscriptionKind = group[0]!.startsWith('c:') ? 'channel' : group[0]!.startsWith('p:') ? 'pattern' : 'shard';
+    const byKind = groupBy(keys, (k) => parseNameKey(k).kind);
+    const sends = [...byKind].map(async ([kind, group]) => {
       try {
-        await conn.send([COMMANDS[kind].unsubscribe, ...group.map((k) => k.slice(2))], { timeout: this.o.timeout });
+        await conn.send([COMMANDS[kind].unsubscribe, ...group.map((k) => parseNameKey(k).name)], { timeout: this.o.timeout });
       } catch {
         // The name no longer counts on this connection whatever the reply; a connection that
         // cannot even unsubscribe is of no further use.

@@ -1,6 +1,6 @@
 /** The pure decisions of pub/sub: what a frame means, what to send where, and what input is refused. */
 import { describe, expect, it } from 'vitest';
-import { checkSubscribeInput, isKeyspaceName, nameKey, readFrame } from '../../src/pubsub/frames.js';
+import { checkSubscribeInput, isKeyspaceName, nameKey, parseNameKey, readFrame } from '../../src/pubsub/frames.js';
 import { groupBy, planSubscriptions } from '../../src/pubsub/plan.js';
 
 describe('readFrame', () => {
@@ -17,6 +17,10 @@ describe('readFrame', () => {
     ['pong', ['pong', ''], { type: 'other' }],
   ])('%s', (_name, frame, expected) => {
     expect(readFrame(frame as never)).toEqual(expected);
+  });
+
+  it.each([['channel', 'a:b'], ['pattern', 'news.*'], ['shard', '{x}c:1']] as const)('parseNameKey undoes nameKey (%s %s)', (kind, name) => {
+    expect(parseNameKey(nameKey(kind, name))).toEqual({ kind, name });
   });
 
   it('a channel and a pattern with the same text are different names', () => {
