@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool, ConnectionError, MaxRedirectionsError, RedisError, TimeoutError, UncertainWriteError, keySlot, type Reply } from '../../src/index.js';
 import { startFakeServer, resp, type FakeServer } from '../support/fake-server.js';
+import { failoverTo } from '../support/cluster-ops.js';
 import { freePort, startCluster, waitFor, type ClusterTopology, type ServerHandle } from '../support/topology.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -277,8 +278,7 @@ describe('ClusterPool: failover and node loss on a real cluster', () => {
     const replica = (await topo.replicas())[0]!;
     const l = load({ idempotent: true });
     await waitFor(() => l.ok > 300, 'load to start');
-    await replica.cli('CLUSTER', 'FAILOVER');
-    await waitFor(async () => /^master/.test(await replica.cli('ROLE')), 'the replica to become master');
+    await failoverTo(topo, replica);
     await topo.waitForClusterOk();
     const at = l.ok;
     await waitFor(() => l.ok > at + 300, 'load to continue after the failover');

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool, keySlot, type Reply } from '../../src/index.js';
+import { waitKnownAsReplica } from '../support/cluster-ops.js';
 import { sendCommands } from '../support/mini-client.js';
 import { startCluster, waitFor, type ClusterTopology, type ServerHandle } from '../support/topology.js';
 
@@ -114,6 +115,12 @@ describe('ClusterPool: CLUSTER FAILOVER under plain write load', () => {
       const before = await slotOwners(replica);
       const moved = new Set([...before].filter(([, port]) => port === oldMasterPort).map(([slot]) => slot));
 
+      // Masters deny a manual failover their votes until they know the replica as one.
+      await waitKnownAsReplica(topo, replica);
+      // A manual failover pauses writes on the old master until the replica takes over, or for up
+      // to 5 s (CLUSTER_MF_TIMEOUT) when it does not and is asked again: a write's deadline must
+      // outlast that pause for "fails none" to be about the pool, not about the server's pause.
+      const writer = pool.with({ timeout: 20_000 });
       const workers = 20;
       let stop = false;
       let promoted = false;
@@ -125,7 +132,7 @@ describe('ClusterPool: CLUSTER FAILOVER under plain write load', () => {
           for (let i = 0; !stop; i++) {
             const k = `fo:${w}:${i}`;
             try {
-              await pool.set(k, String(i));
+              await writer.set(k, String(i));
               acked.push([k, String(i)]);
               if (promoted && moved.has(keySlot(k))) resumedOnMoved++;
             } catch (err) {
@@ -149,7 +156,10 @@ describe('ClusterPool: CLUSTER FAILOVER under plain write load', () => {
         return false;
       }, 'the replica to be promoted', 40_000, 10);
       promoted = true;
-      await waitFor(() => resumedOnMoved >= 100, 'writes to the moved slots to resume', 20_000);
+      await waitFor(() => resumedOnMoved >= 100, 'writes to the moved slots to resume', 20_000).catch((err: Error) => {
+        // Say what the writers were doing: failed (and how), or still waiting.
+        throw new Error(`${err.message}; ${resumedOnMoved} resumed, ${acked.length} acknowledged, ${failures.length} writers failed: ${failures.slice(0, 3).map(String).join(' | ')}; redirects ${JSON.stringify(pool.stats().redirects)}`, { cause: err });
+      });
       stop = true;
       await load;
       const st1 = pool.stats().redirects;

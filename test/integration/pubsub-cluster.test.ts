@@ -128,7 +128,7 @@ describe('pub/sub in a cluster', () => {
     const channel = '{fo}seq';
     const owner = await topo.nodeForSlot(keySlot(channel));
     const replica = await replicaOf(topo, owner);
-    const run = await runThrough(channel, () => failoverTo(replica));
+    const run = await runThrough(channel, () => failoverTo(topo, replica));
     console.log(`CLUSTER FAILOVER ${owner.port} -> ${replica.port}: ${run.events.map((e) => `${e.reason} gapMs ${e.gapMs}`).join(', ')}; ${run.publisher.acknowledged.length} published, ${run.log.seqs.length} received`);
     expect(await shardNumsub(replica, channel)).toBe(1);
   });

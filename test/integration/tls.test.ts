@@ -30,6 +30,7 @@ import {
   type SentinelOptions,
   type StandaloneOptions,
 } from '../../src/index.js';
+import { failoverTo } from '../support/cluster-ops.js';
 import { sendCommand, sendCommands } from '../support/mini-client.js';
 import { ReplyError, type RespValue } from '../support/resp-wire.js';
 import { EventLog, isReadonly, missingOn, roleOf, startWrites } from '../support/sentinel-helpers.js';
@@ -566,8 +567,8 @@ describe('Cluster over TLS (3 masters, 3 replicas, tls-cluster yes)', () => {
     });
     try {
       await waitFor(() => ok > 300, 'load to start');
-      expect(await replica.cli('CLUSTER', 'FAILOVER')).toBe('OK');
-      await waitFor(async () => (await roleOf(replica.address)) === 'master', 'the replica to become master', 30_000);
+      await failoverTo(topo, replica);
+      expect(await roleOf(replica.address)).toBe('master');
       await topo.waitForClusterOk(30_000);
       const at = ok;
       await waitFor(() => ok > at + 300, 'load to continue after the failover', 30_000);

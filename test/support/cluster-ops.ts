@@ -33,11 +33,28 @@ export async function replicaOf(topo: ClusterTopology, master: ServerHandle): Pr
 }
 
 /**
- * CLUSTER FAILOVER on `replica`, once its replication link is up, asked again if a manual
- * failover timed out (it does when the replica is still catching up right after the cluster formed).
+ * Waits until every master lists `replica` as a replica in CLUSTER NODES. Gossip lags behind
+ * cluster_state:ok in a young cluster, and until then masters deny a manual failover their
+ * votes (it times out after 5 s, with writes paused on the old master meanwhile).
  */
-export async function failoverTo(replica: ServerHandle): Promise<void> {
+export async function waitKnownAsReplica(topo: ClusterTopology, replica: ServerHandle): Promise<void> {
+  const id = await replica.cli('CLUSTER', 'MYID');
+  await waitFor(async () => {
+    for (const m of await topo.masters()) {
+      const line = (await m.cli('CLUSTER', 'NODES')).split('\n').find((l) => l.startsWith(id));
+      if (!line || !line.split(' ')[2]!.split(',').includes('slave')) return false;
+    }
+    return true;
+  }, `every master to know ${replica.host}:${replica.port} as a replica`, 20_000);
+}
+
+/**
+ * CLUSTER FAILOVER on `replica`, once its replication link is up and every master knows it as a
+ * replica, asked again if a manual failover timed out anyway.
+ */
+export async function failoverTo(topo: ClusterTopology, replica: ServerHandle): Promise<void> {
   await waitFor(async () => /master_link_status:up/.test(await replica.cli('INFO', 'replication')), 'the replica to be in sync', 30_000);
+  await waitKnownAsReplica(topo, replica);
   await waitFor(async () => {
     if (/^master/.test(await replica.cli('ROLE'))) return true;
     await replica.cli('CLUSTER', 'FAILOVER');
