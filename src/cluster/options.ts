@@ -2,10 +2,8 @@ import { parseAddress } from '../address.js';
 import { CONNECTION_OPTION_NAMES, MAX_TIMER, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
 import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf } from '../options.js';
 import type { BackoffOptions } from '../pool/backoff.js';
-import type { ResolvedPoolOptions } from '../pool/options.js';
 import { resolveNatMap, type NatMap } from '../nat-map.js';
-import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
-import type { Durability, DurabilityCounters } from '../pool/durability.js';
+import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from '../pool/common-options.js';
 import type { Address, NodeAddress } from '../types.js';
 import { resolveCacheOptions, type ResolvedCacheOptions } from '../cache/options.js';
 
@@ -62,20 +60,12 @@ export interface ClusterOptions extends Omit<ConnectionOptions, 'db'>, CommonOpt
 }
 
 /** @internal */
-export interface ResolvedClusterOptions {
+export interface ResolvedClusterOptions extends ResolvedCommonOptions {
   seeds: NodeAddress[];
   data: ResolvedConnectionOptions;
   probe: ResolvedConnectionOptions;
-  pool: ResolvedPoolOptions;
-  closeTimeout: number;
-  offlineQueue: boolean;
-  /** '' when there is none. */
-  keyPrefix: string;
   /** Client-side cache settings; undefined when off. */
   cache: ResolvedCacheOptions | undefined;
-  /** The `durability` option (undefined = off) and the pool's counters of it. */
-  durability: Durability | undefined;
-  durabilityCounters: DurabilityCounters;
   maxRedirections: number;
   minRefreshInterval: number;
   refreshInterval: number;

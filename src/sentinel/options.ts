@@ -3,9 +3,7 @@ import { Auth } from '../connection/credentials.js';
 import { checkTlsOptions, CONNECTION_OPTION_NAMES, resolveConnectionOptions, resolveTls, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
 import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf, checkString } from '../options.js';
 import type { BackoffOptions } from '../pool/backoff.js';
-import type { ResolvedPoolOptions } from '../pool/options.js';
-import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions } from '../pool/common-options.js';
-import type { Durability, DurabilityCounters } from '../pool/durability.js';
+import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from '../pool/common-options.js';
 import { resolveNatMap, type NatMap } from '../nat-map.js';
 import type { Address, NodeAddress } from '../types.js';
 
@@ -63,7 +61,7 @@ export interface SentinelOptions extends ConnectionOptions, CommonOptions {
   natMap?: NatMap;
 }
 
-export interface ResolvedSentinelOptions {
+export interface ResolvedSentinelOptions extends ResolvedCommonOptions {
   masterName: string;
   sentinels: NodeAddress[];
   role: 'master' | 'replica';
@@ -72,16 +70,8 @@ export interface ResolvedSentinelOptions {
   /** Data-node options for ROLE checks: short timeouts. */
   probe: ResolvedConnectionOptions;
   sentinel: ResolvedConnectionOptions;
-  pool: ResolvedPoolOptions;
-  closeTimeout: number;
-  offlineQueue: boolean;
-  /** '' when there is none. */
-  keyPrefix: string;
   /** Client-side cache settings; undefined when off. */
   cache: ResolvedCacheOptions | undefined;
-  /** The `durability` option (undefined = off) and the pool's counters of it. */
-  durability: Durability | undefined;
-  durabilityCounters: DurabilityCounters;
   resubscribe: BackoffOptions;
   pollInterval: number;
   sentinelPollInterval: number;
