@@ -12,11 +12,24 @@ export class RedisError extends Error {
   /** The node that replied, when known. */
   address?: NodeAddress;
   constructor(message: string, options?: { cause?: unknown; address?: NodeAddress }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(withoutEchoedArgs(message), options?.cause === undefined ? undefined : { cause: options.cause });
     const space = message.indexOf(' ');
     this.code = space === -1 ? message : message.slice(0, space);
     if (options?.address) this.address = options.address;
   }
+}
+
+const ECHO = ', with args beginning with: ';
+
+/**
+ * A server error without the argument values Redis echoes into it. `-ERR unknown command
+ * 'x', with args beginning with: 'a' 'b'` quotes the first arguments of a mistyped command, and
+ * those may be a password or personal data; like every message of this library, an error
+ * names the command but never shows its arguments (the caller has them).
+ */
+export function withoutEchoedArgs(message: string): string {
+  const at = message.indexOf(ECHO);
+  return at === -1 ? message : `${message.slice(0, at)}, with arguments (not shown)`;
 }
 
 /** The connection to a node failed, closed, or could not be established. */

@@ -165,11 +165,26 @@ describe('Standalone: a canary password never leaks', () => {
     try {
       for (const protocol of [2, 3] as const) {
         const e = await rejection(StandalonePool.create(fake.address, { username: 'app', password: CANARY, protocol, connectTimeout: 2000 }));
-        expect((e as Error).message).toMatch(/\[redacted\]/);
+        expect((e as Error).message).toMatch(/with arguments \(not shown\)/);
         expectClean(`echoed refusal, RESP${protocol}`, e);
       }
     } finally {
       await fake.close();
+    }
+  });
+
+  it('a mistyped command whose arguments hold a secret: the real server echoes them, the error does not', async () => {
+    const pool = await StandalonePool.create(url(CANARY));
+    try {
+      const e = await rejection(pool.call('AUTHX', 'app', CANARY));
+      expect((e as Error).name).toBe('RedisError');
+      expect((e as { code: string }).code).toBe('ERR');
+      expect((e as Error).message).toBe("ERR unknown command 'AUTHX', with arguments (not shown)");
+      expectClean('an unknown command echoed by the server', e);
+      const inBatch = await pool.pipeline().call('AUTHX', CANARY).exec();
+      expectClean('the same in a pipeline', inBatch);
+    } finally {
+      await pool.close();
     }
   });
 });

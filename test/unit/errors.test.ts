@@ -16,6 +16,7 @@ import {
   UncertainWriteError,
   isNotExecuted,
 } from '../../src/index.js';
+import { withoutEchoedArgs } from '../../src/errors.js';
 
 const node = { host: '127.0.0.1', port: 7000 };
 
@@ -55,6 +56,20 @@ describe('isNotExecuted', () => {
 });
 
 describe('messages', () => {
+  it.each([
+    ["ERR unknown command 'AUTHX', with args beginning with: 's3cret' 'more' ", "ERR unknown command 'AUTHX', with arguments (not shown)"],
+    ["ERR unknown command 'FOO', with args beginning with: ", "ERR unknown command 'FOO', with arguments (not shown)"],
+    ['ERR unknown command', 'ERR unknown command'],
+    ["ERR wrong number of arguments for 'set' command", "ERR wrong number of arguments for 'set' command"],
+    ['MOVED 42 127.0.0.1:7001', 'MOVED 42 127.0.0.1:7001'],
+  ])('a server error never shows the arguments Redis echoes into it: %s', (reply, shown) => {
+    expect(withoutEchoedArgs(reply)).toBe(shown);
+    const err = new RedisError(reply);
+    expect(err.message).toBe(shown);
+    expect(err.message).not.toContain('s3cret');
+    expect(err.code).toBe(reply.split(' ')[0]);
+  });
+
   it('MaxRedirectionsError lists every attempt and keeps the last underlying error as cause', () => {
     const timeout = new TimeoutError('SET to 127.0.0.1:7001 got no reply within its timeout', { sent: true });
     const err = new MaxRedirectionsError('SET', [

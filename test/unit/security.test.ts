@@ -203,7 +203,7 @@ describe('handshakeError: what a handshake reply means', () => {
     ['WRONGPASS', 'AUTH', new RedisError('WRONGPASS invalid username-password pair'), {}, 'AuthenticationError', /user "app" at 127\.0\.0\.1:6379/],
     ['NOAUTH without credentials', 'PING', new RedisError('NOAUTH Authentication required.'), { creds: null }, 'AuthenticationError', /no password was given/],
     ['a refused PING (ACL) still proves a Redis', 'PING', new RedisError('NOPERM no permissions to run ping'), {}, undefined, undefined],
-    ['HELLO unknown (Redis 5)', 'HELLO 3', new RedisError(`ERR unknown command 'HELLO', with args beginning with: '3' 'AUTH' 'app' '${SECRET}'`), {}, 'ConnectionError', /does not support RESP3.*\[redacted\]/],
+    ['HELLO unknown (Redis 5)', 'HELLO 3', new RedisError(`ERR unknown command 'HELLO', with args beginning with: '3' 'AUTH' 'app' '${SECRET}'`), {}, 'ConnectionError', /does not support RESP3.*unknown command 'HELLO', with arguments \(not shown\)/],
     ['a refused CLIENT SETNAME', 'CLIENT SETNAME', new RedisError("NOPERM no permissions to run the 'client|setname' command"), {}, 'ConnectionError', /failed at CLIENT SETNAME/],
     ['the connection lost with a TLS alert', 'PING', new UncertainWriteError('PING was sent'), { tls: true, closedError: new ConnectionError('x', { cause: Object.assign(new Error('tlsv13 alert certificate required'), { code: 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' }) }) }, 'ConnectionError', /TLS handshake .* client certificate/],
   ])('%s', (_n, what, outcome, over, name, message) => {
