@@ -66,8 +66,8 @@ export interface CommandTraceContext {
   readonly batchSize?: number;
   /**
    * Set before `error` is published: what the command rejected with (`RedisError` with its
-   * `code`, `ConnectionError`, `TimeoutError`, …). Its message is what the caller sees; note
-   * that some server errors quote arguments (`ERR unknown command …, with args beginning with`).
+   * `code`, `ConnectionError`, `TimeoutError`, …). Its message is what the caller sees; the
+   * argument values Redis quotes into an unknown-command error are cut from it.
    */
   error?: unknown;
 }
