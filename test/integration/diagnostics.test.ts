@@ -11,6 +11,7 @@ import {
   type AcquireDiagnostic, type CloseDiagnostic, type CommandTraceContext, type ConnectDiagnostic, type FailoverDiagnostic,
   type RedirectDiagnostic, type TopologyDiagnostic,
 } from '../../src/index.js';
+import { migrateSlot } from '../support/cluster-ops.js';
 import { startCluster, startSentinel, startStandalone, waitFor, type ClusterTopology, type SentinelTopology, type StandaloneTopology } from '../support/topology.js';
 
 type Phase = 'start' | 'end' | 'asyncStart' | 'asyncEnd' | 'error';
@@ -250,12 +251,10 @@ describe('Cluster', () => {
   async function reassign(slot: number): Promise<{ from: { host: string; port: number }; to: { host: string; port: number } }> {
     const source = await topo.nodeForSlot(slot);
     const target = (await topo.masters()).find((m) => m.port !== source.port)!;
-    const targetId = await target.cli('CLUSTER', 'MYID');
-    await target.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-    await source.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-    for (const m of await topo.masters()) {
-      if (m.port !== source.port && m.port !== target.port) await m.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-    }
+    // IMPORTING first, so that the target bumps its config epoch when it takes the slot: a bare
+    // SETSLOT NODE does not, and gossip from a master not told yet can hand the slot back to the
+    // source, leaving two nodes that each answer MOVED to the other.
+    await migrateSlot(topo, slot, source, target);
     return { from: source.address, to: target.address };
   }
 
