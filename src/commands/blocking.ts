@@ -59,26 +59,50 @@ export type CommandKind = 'plain' | 'blocking' | 'subscribe' | 'connection-state
  */
 const CONNECTION_STATE = new Set(['WATCH', 'UNWATCH', 'MULTI', 'EXEC', 'DISCARD', 'SELECT', 'RESET', 'HELLO', 'AUTH', 'QUIT', 'READONLY', 'READWRITE']);
 
-const KINDS = new Map<string, CommandKind>();
+/**
+ * CLIENT subcommands that change the connection they run on: REPLY OFF/SKIP makes the server
+ * skip replies (on a lane every later reply would answer the wrong caller), TRACKING and
+ * CACHING change which invalidations it pushes, SETNAME/SETINFO its identity, NO-EVICT and
+ * NO-TOUCH how the server treats it. Other CLIENT subcommands (LIST, INFO, KILL, ID …) are
+ * plain requests.
+ */
+const CLIENT_STATE = new Set(['REPLY', 'TRACKING', 'CACHING', 'SETNAME', 'SETINFO', 'NO-EVICT', 'NO-TOUCH']);
+
+/** A name's kind, with CLIENT left to its subcommand. */
+type NameKind = CommandKind | 'client';
+
+const KINDS = new Map<string, NameKind>();
 
 /**
- * The kind of a command name, cached: this runs on every `call()`, and upper-casing plus
- * set lookups per call showed up in profiles. XREAD counts as 'blocking' (it blocks only
- * with BLOCK; `blockingSeconds` decides per call).
+ * The kind of a command, from its name (cached: this runs on every `call()`, and upper-casing
+ * plus set lookups per call showed up in profiles) and, for CLIENT, its subcommand. XREAD
+ * counts as 'blocking' (it blocks only with BLOCK; `blockingSeconds` decides per call).
  */
-export function commandKind(name: Arg): CommandKind {
-  if (typeof name !== 'string') return kindOf(String(name));
-  let k = KINDS.get(name);
-  if (k === undefined) {
-    k = kindOf(name);
-    if (KINDS.size < 4096) KINDS.set(name, k);
+export function commandKind(args: readonly Arg[]): CommandKind {
+  const name = args[0]!;
+  let k: NameKind | undefined;
+  if (typeof name !== 'string') k = kindOf(String(name));
+  else {
+    k = KINDS.get(name);
+    if (k === undefined) {
+      k = kindOf(name);
+      if (KINDS.size < 4096) KINDS.set(name, k);
+    }
   }
-  return k;
+  if (k !== 'client') return k;
+  return args.length > 1 && CLIENT_STATE.has(String(args[1]).toUpperCase()) ? 'connection-state' : 'plain';
 }
 
-function kindOf(name: string): CommandKind {
+/** How a refusal names a command: with its subcommand for CLIENT (`CLIENT REPLY`). */
+export function shownName(args: readonly Arg[]): string {
+  const name = String(args[0]);
+  return args.length > 1 && name.toUpperCase() === 'CLIENT' ? `${name} ${String(args[1])}` : name;
+}
+
+function kindOf(name: string): NameKind {
   if (PUBSUB.test(name)) return 'subscribe';
   const upper = name.toUpperCase();
   if (CONNECTION_STATE.has(upper)) return 'connection-state';
+  if (upper === 'CLIENT') return 'client';
   return ALWAYS_BLOCKING.has(upper) || upper === 'XREAD' || upper === 'XREADGROUP' ? 'blocking' : 'plain';
 }

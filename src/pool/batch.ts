@@ -3,7 +3,7 @@ import type { Connection, SendOptions } from '../connection/connection.js';
 import { installHelpers, type BatchCommands, type CommandSpec } from '../commands/helpers.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import { ScriptDefinition, type Script } from '../commands/script.js';
-import { isSubscribeCommand } from '../commands/blocking.js';
+import { commandKind, shownName } from '../commands/blocking.js';
 import { sendTraced } from '../diagnostics.js';
 import { RedisError } from '../errors.js';
 import type { Arg, Reply } from '../types.js';
@@ -41,6 +41,8 @@ export class Batch<R extends BatchResult | null = BatchResult | null> {
     private readonly transaction: boolean,
     private readonly open: () => void,
     private readonly keyPrefix: KeyPrefixer | undefined = undefined,
+    /** A pool's batch: its connection goes back to other callers (a lease's batch is the lease's own). */
+    private readonly shared = false,
   ) {}
 
   /** Number of queued commands. */
@@ -69,7 +71,11 @@ export class Batch<R extends BatchResult | null = BatchResult | null> {
   /** @internal */
   queueSpec(spec: CommandSpec): this {
     if (this.done) throw new TypeError('This batch was already executed; create a new one.');
-    if (isSubscribeCommand(spec.args)) throw new TypeError(`${String(spec.args[0])} cannot run in a ${this.transaction ? 'transaction' : 'pipeline'}; use pool.use(lease => lease.subscribe(...)).`);
+    const kind = commandKind(spec.args);
+    if (kind === 'subscribe') throw new TypeError(`${String(spec.args[0])} cannot run in a ${this.transaction ? 'transaction' : 'pipeline'}; use pool.use(lease => lease.subscribe(...)).`);
+    if (kind === 'connection-state' && this.shared) {
+      throw new TypeError(`${shownName(spec.args)} changes the state of the connection it runs on, which a pool's ${this.transaction ? 'transaction' : 'pipeline'} shares with other callers; run it on a leased connection (pool.use(lease => …)).`);
+    }
     this.cmds.push(this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args);
     this.specs.push(spec);
     return this;

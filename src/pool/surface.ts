@@ -1,7 +1,7 @@
 import { inspect, type InspectOptions } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
 import type { Connection, SendOptions } from '../connection/connection.js';
-import { blockingSeconds, commandKind } from '../commands/blocking.js';
+import { blockingSeconds, commandKind, shownName } from '../commands/blocking.js';
 import { installHelpers, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
 import type { ScanIterators } from '../commands/commands.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
@@ -179,12 +179,12 @@ abstract class Runner<S extends string | Buffer = string> {
         if (r !== undefined) return r;
       }
     }
-    const kind = commandKind(args[0]!);
+    const kind = commandKind(args);
     if (kind === 'subscribe') {
       return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; use pool.subscribe(...), or run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
     }
     if (kind === 'connection-state') {
-      return Promise.reject(new TypeError(`${String(args[0])} changes the state of the connection it runs on, and call() shares its connection with other callers; it was not sent. Run it on a leased connection (pool.use(lease => …)), or use pool.multi() for a transaction.`));
+      return Promise.reject(new TypeError(`${shownName(args)} changes the state of the connection it runs on, and call() shares its connection with other callers; it was not sent. Run it on a leased connection (pool.use(lease => …)), or use pool.multi() for a transaction.`));
     }
     let block: number | undefined;
     try {
@@ -210,12 +210,12 @@ abstract class Runner<S extends string | Buffer = string> {
 
   /** Queues commands and sends them in one write; `exec()` gives each command's value or error, in order. */
   pipeline(): Batch<BatchResult> {
-    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen(), this.keyPrefix);
+    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen(), this.keyPrefix, true);
   }
 
   /** MULTI/EXEC on one exclusive connection; `exec()` resolves to the results, or null if a WATCH aborted it. */
   multi(): Batch<BatchResult | null> {
-    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen(), this.keyPrefix);
+    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen(), this.keyPrefix, true);
   }
 
   /**

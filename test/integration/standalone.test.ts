@@ -821,4 +821,33 @@ describe('call() refuses commands that change its shared connection', () => {
       await topo.stop();
     }
   });
+
+  it('CLIENT REPLY, TRACKING, SETNAME … are refused too, in call(), pipelines and transactions; replies never go to the wrong caller', async () => {
+    const topo = await startStandalone();
+    const pool = await StandalonePool.create(topo.address, { commandTimeout: 2000 });
+    try {
+      await pool.set('cr:a', 'AAA');
+      await pool.set('cr:b', 'BBB');
+      for (const args of [['CLIENT', 'REPLY', 'SKIP'], ['CLIENT', 'REPLY', 'OFF'], ['client', 'tracking', 'on'], ['CLIENT', 'SETNAME', 'x'], ['CLIENT', 'NO-EVICT', 'on']]) {
+        const err = await pool.call(args[0]!, ...args.slice(1)).catch((e: unknown) => e);
+        expect(err, args.join(' ')).toBeInstanceOf(TypeError);
+        expect((err as Error).message).toContain(`${args[0]} ${args[1]} changes the state`);
+        expect(() => pool.pipeline().call(args[0]!, ...args.slice(1))).toThrow(TypeError);
+        expect(() => pool.multi().call(args[0]!, ...args.slice(1))).toThrow(TypeError);
+        expect(() => pool.pipeline().call('SELECT', '1')).toThrow(/pipeline shares/);
+      }
+      // What a user saw before: a reply skipped on the lane, and the next callers got each other's replies.
+      const [a, b, ping, a2] = await Promise.all([pool.get('cr:a'), pool.get('cr:b'), pool.call('PING'), pool.get('cr:a')]);
+      expect([a, b, ping, a2]).toEqual(['AAA', 'BBB', 'PONG', 'AAA']);
+      // Plain CLIENT subcommands still run on the lane; on a lease the state-changing ones run.
+      expect(Number(await pool.call('CLIENT', 'ID'))).toBeGreaterThan(0);
+      expect(await pool.use(async (l) => {
+        await l.call('CLIENT', 'SETNAME', 'leased');
+        return l.call('CLIENT', 'GETNAME');
+      })).toBe('leased');
+    } finally {
+      await pool.close();
+      await topo.stop();
+    }
+  });
 });
