@@ -108,7 +108,8 @@ export class StandalonePool extends BasePool<PoolEvents> {
     return this.hub ??= new PubSubHub({ place: () => [{ pool: this.node }] }, { reconnect: this.common.pool.reconnect, timeout: this.conn.commandTimeout });
   }
 
-  reauthenticate(): Promise<void> {
+  async reauthenticate(): Promise<void> {
+    // async: after close() this rejects (a caller's .catch() sees it) instead of throwing.
     this.ensureOpen();
     return this.node.reauthenticate();
   }

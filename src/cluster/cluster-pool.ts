@@ -340,12 +340,13 @@ export class ClusterPool extends BasePool<ClusterEvents> {
     return hub;
   }
 
-  /** Stops refreshes, lets in-flight commands finish (bounded by `closeTimeout`), closes every node pool. */
-  reauthenticate(): Promise<void> {
+  async reauthenticate(): Promise<void> {
+    // async: after close() this rejects (a caller's .catch() sees it) instead of throwing.
     this.ensureOpen();
     return settleAll(this.topology.allPools().map((p) => p.reauthenticate()));
   }
 
+  /** Stops refreshes, lets in-flight commands finish (bounded by `closeTimeout`), closes every node pool. */
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.closed = true;

@@ -630,7 +630,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     }, { reconnect: this.o.pool.reconnect, timeout: this.o.data.commandTimeout });
   }
 
-  reauthenticate(): Promise<void> {
+  async reauthenticate(): Promise<void> {
+    // async: after close() this rejects (a caller's .catch() sees it) instead of throwing.
     this.ensureOpen();
     return settleAll([
       this.node.reauthenticate(),

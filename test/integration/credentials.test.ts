@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  AuthenticationError, ClusterPool, SentinelPool, StandalonePool,
+  AuthenticationError, ClusterPool, PoolClosedError, SentinelPool, StandalonePool,
   type CredentialContext, type Credentials,
 } from '../../src/index.js';
 import {
@@ -314,6 +314,9 @@ describe('Sentinel: credentials provider for data nodes and sentinels', () => {
       await pool.close();
       await replicas.close();
     }
+    // After close() it rejects (a .catch() sees it) rather than throwing.
+    const late = pool.reauthenticate();
+    await expect(late).rejects.toBeInstanceOf(PoolClosedError);
   });
 });
 
@@ -358,6 +361,8 @@ describe('Cluster: credentials provider on every node', () => {
     } finally {
       await pool.close();
     }
+    const late = pool.reauthenticate();
+    await expect(late).rejects.toBeInstanceOf(PoolClosedError);
   });
 
   it('a wrong password is an AuthenticationError from create(), with every seed tried', async () => {

@@ -540,6 +540,10 @@ describe('close()', () => {
     await expect(p.blpop('close:list', 1)).rejects.toBeInstanceOf(PoolClosedError);
     const it = p.scanIterator();
     await expect(it.next()).rejects.toBeInstanceOf(PoolClosedError);
+    // A promise that rejects, not a throw: `tokens.on('renewed', () => pool.reauthenticate().catch(report))`.
+    const reauth = p.reauthenticate();
+    await expect(reauth).rejects.toBeInstanceOf(PoolClosedError);
+    await expect(p.subscribe('close:ch')).rejects.toBeInstanceOf(PoolClosedError);
     await p.close(); // idempotent
 
     await waitFor(async () => (await countClients(shared, name)) === 0, 'every connection of the pool to close', 10_000);
