@@ -113,11 +113,24 @@ export function replyBytes(v: unknown): number {
   return 64;
 }
 
-/** Freezes arrays in a cached reply: every hit hands out the same value, so no caller may change it. */
-export function freezeReply<T>(v: T): T {
-  if (Array.isArray(v)) {
-    for (const x of v) freezeReply(x);
-    Object.freeze(v);
+/**
+ * A caller's own copy of a cached reply: its arrays, Maps and Sets are new, its strings and
+ * numbers shared (they are immutable). Callers may sort or push into what they get, as they
+ * may without the cache, and the entry stays as the server sent it. Scalars, the common hit,
+ * are returned as they are, without allocating.
+ */
+export function copyReply<T>(v: T): T {
+  if (typeof v !== 'object' || v === null || Buffer.isBuffer(v)) return v;
+  if (Array.isArray(v)) return v.map(copyReply) as T;
+  if (v instanceof Map) {
+    const m = new Map();
+    for (const [k, x] of v) m.set(copyReply(k), copyReply(x));
+    return m as T;
+  }
+  if (v instanceof Set) {
+    const s = new Set();
+    for (const x of v) s.add(copyReply(x));
+    return s as T;
   }
   return v;
 }

@@ -1,7 +1,7 @@
 import type { Connection } from '../connection/connection.js';
 import { RedisError } from '../errors.js';
 import type { Arg, Reply } from '../types.js';
-import { cachePlan, entryId, freezeReply, lower, replyBytes } from './cacheable.js';
+import { cachePlan, copyReply, entryId, lower, replyBytes } from './cacheable.js';
 import type { ResolvedCacheOptions } from './options.js';
 
 /** Why the cache dropped everything (or a part): counted in `stats().cache.flushes`. */
@@ -120,7 +120,7 @@ export class ClientCache {
     // than the hit itself. Eviction gives flagged entries a second chance (CLOCK, close to LRU).
     e.used = true;
     this.counters.hits++;
-    return e.value;
+    return copyReply(e.value);
   }
 
   /**
@@ -148,7 +148,7 @@ export class ClientCache {
     if (this.o.ttl > 0 && e.expires <= this.turnStart) return undefined;
     e.used = true;
     this.counters.hits++;
-    return e.value;
+    return copyReply(e.value);
   }
 
   private simpleMap(raw: string): Map<string, Entry> | undefined {
@@ -167,7 +167,7 @@ export class ClientCache {
       const e = this.entries.get(entryId('get', ['get', k]));
       if (e === undefined || (now > 0 && e.expires <= now)) return MISS;
       e.used = true;
-      out.push(e.value);
+      out.push(copyReply(e.value));
     }
     if (this.overTurn()) return YIELD;
     this.counters.hits++;
@@ -190,7 +190,8 @@ export class ClientCache {
 
   private fetch(id: string, key: string, send: () => Promise<Reply>): Promise<Reply> {
     const shared = this.pending.get(id);
-    if (shared) return shared.promise;
+    // Identical reads in flight share one request, but each caller gets its own copy.
+    if (shared) return shared.promise.then(copyReply);
     this.counters.misses++;
     const p: Pending = { key, promise: undefined as unknown as Promise<Reply>, poisoned: false };
     const promise = send().then(
@@ -256,7 +257,7 @@ export class ClientCache {
     if (bytes > this.o.maxBytes) return;
     const old = this.entries.get(id);
     if (old) this.drop(old);
-    const e: Entry = { id, key, value: freezeReply(value), bytes, expires: this.o.ttl > 0 ? Date.now() + this.o.ttl : 0, used: false };
+    const e: Entry = { id, key, value: copyReply(value), bytes, expires: this.o.ttl > 0 ? Date.now() + this.o.ttl : 0, used: false };
     this.entries.set(id, e);
     const space = id.indexOf(' ');
     if (id.length === space + 1 + key.length) {

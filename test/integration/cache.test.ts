@@ -3,7 +3,7 @@
  * invalidation by another client's writes (after a PING round trip on the same connection the
  * invalidation has been read, so the old value is never returned), the pool's own writes,
  * FLUSHALL, a lost connection, LRU and ttl, MGET per key, cache: false, broadcast mode, a tight
- * hit loop that still sees a writer's change, frozen replies and bad options.
+ * hit loop that still sees a writer's change, a copy of each reply per caller and bad options.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StandalonePool, type StandaloneOptions } from '../../src/index.js';
@@ -173,16 +173,41 @@ describe('client-side cache', () => {
     expect(pool.stats().cache).toMatchObject({ hits: s.hits, misses: s.misses });
   });
 
-  it('cached replies are frozen: a caller cannot change what the next one gets', async () => {
+  it('every caller gets its own copy of a cached reply: sorting or pushing into it changes nothing for the next one', async () => {
     const pool = await create();
-    await write('DEL', 'c:list');
-    await write('RPUSH', 'c:list', 'a', 'b');
-    const first = await pool.lrange('c:list', 0, -1);
-    const second = await pool.lrange('c:list', 0, -1);
-    expect(second).toEqual(['a', 'b']);
-    expect(Object.isFrozen(second)).toBe(true);
-    expect(() => (second as string[]).push('c')).toThrow(TypeError);
-    expect(first).toEqual(['a', 'b']);
+    await write('DEL', 'c:list', 'c:set', 'c:z', 'c:h');
+    await write('RPUSH', 'c:list', 'b', 'a');
+    await write('SADD', 'c:set', 'x', 'y');
+    await write('ZADD', 'c:z', '1', 'm', '2', 'n');
+    await write('HSET', 'c:h', 'f', '1', 'g', '2');
+    const reads = () => Promise.all([
+      pool.lrange('c:list', 0, -1), pool.smembers('c:set'), pool.zrange('c:z', 0, -1, { WITHSCORES: true }),
+      pool.hmget('c:h', 'f', 'g'), pool.mget('c:list:none', 'c:h:none'), pool.call<unknown[]>('LRANGE', 'c:list', '0', '-1'),
+    ]);
+    // Two identical reads in flight share one request, and still get two arrays.
+    const [a, b] = await Promise.all([reads(), reads()]);
+    expect(a[0]).not.toBe(b[0]);
+    const misses = pool.stats().cache!.misses;
+    for (let round = 0; round < 2; round++) {
+      const [list, set, z, h, m, raw] = await reads();
+      expect(list).toEqual(['b', 'a']);
+      expect([...set].sort()).toEqual(['x', 'y']);
+      expect(z).toEqual(['m', '1', 'n', '2']);
+      expect(h).toEqual(['1', '2']);
+      expect(m).toEqual([null, null]);
+      expect(raw).toEqual(['b', 'a']);
+      // What code written without the cache does with its replies.
+      list.sort();
+      list.push('zz');
+      (set as string[]).push('zz');
+      z.push('zz');
+      z.sort();
+      h.reverse();
+      m.push('zz');
+      raw.length = 0;
+    }
+    expect(pool.stats().cache!.misses).toBe(misses);
+    expect(pool.stats().cache!.hits).toBeGreaterThan(0);
   });
 
   it('broadcast mode with prefixes: keys under a prefix are cached and invalidated, others are not cached', async () => {

@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from 'eventemitter3';
 import { describe, expect, it } from 'vitest';
-import { cachePlan, entryId } from '../../src/cache/cacheable.js';
+import { cachePlan, copyReply, entryId } from '../../src/cache/cacheable.js';
 import { ClientCache, YIELD } from '../../src/cache/client-cache.js';
 import { resolveCacheOptions, trackingCommand } from '../../src/cache/options.js';
 import type { Connection } from '../../src/connection/connection.js';
@@ -169,5 +169,23 @@ describe('cache options', () => {
   ])('refuses %j (protocol %i)', (o, protocol, message) => {
     expect(() => resolveCacheOptions(o, protocol as 2 | 3)).toThrow(TypeError);
     expect(() => resolveCacheOptions(o, protocol as 2 | 3)).toThrow(message);
+  });
+});
+
+describe('copyReply: what each caller of a cached reply gets', () => {
+  it('returns scalars as they are (no allocation on the common hit) and new containers all the way down', () => {
+    const buf = Buffer.from('x');
+    for (const v of ['s', 1, 2n, true, null, buf]) expect(copyReply(v)).toBe(v);
+    const nested = ['a', ['b', ['c']], new Map<unknown, unknown>([['k', ['v']]]), new Set(['m'])];
+    const c = copyReply(nested);
+    expect(c).toEqual(nested);
+    expect(c).not.toBe(nested);
+    expect(c[1]).not.toBe(nested[1]);
+    expect((c[1] as unknown[])[1]).not.toBe((nested[1] as unknown[])[1]);
+    expect(c[2]).not.toBe(nested[2]);
+    expect((c[2] as Map<unknown, unknown>).get('k')).not.toBe((nested[2] as Map<unknown, unknown>).get('k'));
+    expect(c[3]).not.toBe(nested[3]);
+    (c[1] as unknown[]).push('changed');
+    expect(nested[1]).toEqual(['b', ['c']]);
   });
 });
