@@ -188,11 +188,26 @@ describe('sentinel faults', () => {
 
     expect(ev.info.from).toEqual(from);
     expect(ev.info.to).toEqual(to);
-    expect(pool.master()).toEqual(to);
-    expect(await roleOf(to)).toBe('master');
-    expect(log.failover).toHaveLength(1);
+    // On a loaded machine the sentinels may fail over once more (the promoted node missed its
+    // 1 s down-after under 50 writers): the pool must then follow each switch once, in order,
+    // and end on the master the sentinels name.
+    let final = to;
+    if (log.failover.length > 1) {
+      await waitFor(async () => {
+        final = await topo.currentMaster();
+        return fmt(pool.master()) === fmt(final);
+      }, 'the pool to be on the master the sentinels name', 20_000);
+    }
+    log.failover.forEach((f, i) => {
+      expect(f.info.from).not.toEqual(f.info.to);
+      if (i > 0) expect(f.info.from, `failover ${i + 1} starts where failover ${i} ended`).toEqual(log.failover[i - 1]!.info.to);
+    });
+    expect(log.failover.at(-1)!.info.to).toEqual(final);
+    expect(pool.master()).toEqual(final);
+    expect(await roleOf(final)).toBe('master');
     expect(afterEvent.length).toBeGreaterThan(0);
-    expect(await missingOn(to, afterEvent)).toEqual([]);
+    const afterLast = load.acks.filter((a) => a.at >= log.failover.at(-1)!.at);
+    expect(await missingOn(final, afterLast)).toEqual([]);
 
     // Failures: never READONLY, only the kinds a dead master can cause, and bounded by the
     // commands in flight when it died (one per writer).
@@ -204,7 +219,7 @@ describe('sentinel faults', () => {
     }
     const unsentFailures = load.failures.filter((f) => !(f.error instanceof UncertainWriteError));
     expect(unsentFailures.map((f) => `${f.key} ${String(f.error)}`).slice(0, 5), 'commands never written must wait for the new master, not fail').toEqual([]);
-    expect(load.failures.length).toBeLessThanOrEqual(WRITERS);
+    expect(load.failures.length).toBeLessThanOrEqual(WRITERS * log.failover.length);
     for (const f of load.failures) expect(f.at).toBeGreaterThanOrEqual(killedAt);
 
     // Bring the killed node back (the sentinels turn it into a replica) for a clean teardown.
