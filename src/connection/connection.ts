@@ -14,35 +14,10 @@ import type { ResolvedConnectionOptions } from './options.js';
 import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
 import { scheduleFlush, type Flushable } from './flush-scheduler.js';
 import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
-import type { Durability } from './durability.js';
-import { Confirmations, type ConfirmationHost, type DurableCommand } from './confirmations.js';
+import { Confirmations, type ConfirmationHost } from './confirmations.js';
+import { Command, partsSize, QUEUED, SETTLED, WRITTEN, type SendOptions } from './command.js';
 
-/** Per-command options understood by a connection. */
-export interface SendOptions {
-  /** Deadline in ms for this command; 0 disables; undefined uses `commandTimeout`. */
-  timeout?: number;
-  /** Absolute deadline (epoch ms, 0 = none); when given it wins over `timeout` and saves a clock read. */
-  deadline?: number;
-  /** Aborts the command: rejected with `signal.reason`; if already written, its late reply is discarded. */
-  signal?: AbortSignal;
-  /** Decode bulk strings of this reply as Buffers. */
-  returnBuffers?: boolean;
-  /** A blocking command (BLPOP, XREAD BLOCK …): exempt from `socketTimeout` while it waits. */
-  blocking?: boolean;
-  /** Receives RESP3 attributes that came with the reply. */
-  onAttributes?: (attributes: Map<Reply, Reply>) => void;
-  /**
-   * A per-call timeout the caller asked for (`with({ timeout: 60000 })` for a slow script), in
-   * ms; 0 = none. One beyond `socketTimeout` stretches the inactivity check while this
-   * command's reply is the one awaited. The default `commandTimeout` never does.
-   */
-  patience?: number;
-  /**
-   * A write that must reach replicas before it resolves: a WAIT follows the flush that carries
-   * it, and its reply is held until that WAIT answers (see durability.ts).
-   */
-  durable?: Durability;
-}
+export type { SendOptions } from './command.js';
 
 /** Events of one connection. */
 export interface ConnectionEvents {
@@ -50,43 +25,6 @@ export interface ConnectionEvents {
   close: [error: Error | undefined];
   /** A pub/sub message or other out-of-band push: `['message', channel, payload]`, `['pmessage', pattern, channel, payload]`. */
   push: [value: Reply[]];
-}
-
-const QUEUED = 0;
-const WRITTEN = 1;
-const SETTLED = 2;
-
-class Command implements DurableCommand {
-  state = QUEUED;
-  /** SUBSCRIBE to n channels: n-1 placeholder entries follow this one to absorb the extra confirmations. */
-  extras = 0;
-  timer = 0; // deadline in epoch ms; 0 = none
-  abort: (() => void) | undefined;
-  /** Encoded length (bytes for ASCII), for maxPendingBytes. */
-  size = 0;
-  /** Inactivity allowed while this is the reply awaited, when longer than socketTimeout; 0 = socketTimeout. */
-  idleLimit = 0;
-  /** Durable write: what it asks of the replicas. */
-  durable: Durability | undefined = undefined;
-  /** Durable write whose reply arrived and is held until its WAIT answers. */
-  confirming = false;
-  reply: Reply = null;
-  attrs: Map<Reply, Reply> | undefined = undefined;
-  /** For (P|S)(UN)SUBSCRIBE: the confirmation this entry waits for (`subscribe`, `sunsubscribe` …). */
-  confirm: string | undefined;
-  /** …and the channel it names; undefined matches any (UNSUBSCRIBE without arguments). */
-  confirmName: string | undefined;
-  constructor(
-    readonly name: string,
-    readonly encoded: string | Array<string | Buffer>,
-    readonly resolve: (v: Reply) => void,
-    readonly reject: (e: Error) => void,
-    readonly buffers: boolean,
-    readonly blocking: boolean,
-    readonly subscribe: boolean,
-    readonly signal: AbortSignal | undefined,
-    readonly onAttributes: ((a: Map<Reply, Reply>) => void) | undefined,
-  ) {}
 }
 
 const SUBSCRIBE_RE = /^[ps]?(un)?subscribe$/i;
@@ -781,12 +719,6 @@ function mayTouchTransaction(name: string): boolean {
   const c = name.charCodeAt(0) | 0x20;
   const n = name.length;
   return (n === 5 && (c === 0x6d || c === 0x72)) || (n === 4 && c === 0x65) || (n === 7 && c === 0x64);
-}
-
-function partsSize(parts: ReadonlyArray<string | Buffer>): number {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  return n;
 }
 
 /** Surfaces a user callback's exception as an uncaught error, outside the decoder. */
