@@ -16,6 +16,7 @@ import { scheduleFlush, type Flushable } from './flush-scheduler.js';
 import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
 import { Confirmations, type ConfirmationHost } from './confirmations.js';
 import { Command, partsSize, QUEUED, SETTLED, WRITTEN, type SendOptions } from './command.js';
+import { confirmationKind, entersSubscribed, isEnteringConfirmation, isResp2Push, pushConfirms } from './pubsub-replies.js';
 
 export type { SendOptions } from './command.js';
 
@@ -25,16 +26,6 @@ export interface ConnectionEvents {
   close: [error: Error | undefined];
   /** A pub/sub message or other out-of-band push: `['message', channel, payload]`, `['pmessage', pattern, channel, payload]`. */
   push: [value: Reply[]];
-}
-
-const SUBSCRIBE_RE = /^[ps]?(un)?subscribe$/i;
-const ENTERS = new Set(['subscribe', 'psubscribe', 'ssubscribe']);
-const CONFIRM = new Set(['subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe']);
-const MESSAGE = new Set(['message', 'pmessage', 'smessage']);
-
-/** A pub/sub frame's first element as text (it is a Buffer on a connection with `pushBuffers`). */
-function word(v: Reply | undefined): string {
-  return typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString() : '';
 }
 
 let nextId = 1;
@@ -323,8 +314,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     const refusal = this.overLimit(name, size);
     if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise<Reply>((resolve, reject) => {
-      const pubsub = name.length >= 9 && name.length <= 12 && SUBSCRIBE_RE.test(name) ? name.toLowerCase() : undefined;
-      const subscribe = pubsub !== undefined && ENTERS.has(pubsub);
+      const pubsub = confirmationKind(name);
+      const subscribe = pubsub !== undefined && entersSubscribed(pubsub);
       const cmd = new Command(name, encoded, resolve, reject, options?.returnBuffers ?? false, options?.blocking ?? false, subscribe, signal, options?.onAttributes);
       if (pubsub !== undefined) {
         cmd.confirm = pubsub;
@@ -451,15 +442,12 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   }
 
   private onReply(value: DecodedValue, attrs: Map<Reply, Reply> | undefined): void {
-    if (this.subscribed && this.opts.protocol === 2 && Array.isArray(value) && value.length >= 3) {
-      // RESP2 pub/sub: messages arrive as ordinary arrays in the reply stream (RESP3 sends them
-      // as pushes), and so does an unsubscribe the server decides on (a sharded channel's slot
-      // moved away): neither answers the command at the head.
-      const kind = word(value[0]);
-      if (MESSAGE.has(kind) || (CONFIRM.has(kind) && !this.confirms(this.inflight.peek(), kind, value[1]))) {
-        this.deliverPush(value);
-        return;
-      }
+    // RESP2 pub/sub: messages arrive as ordinary arrays in the reply stream (RESP3 sends them
+    // as pushes), and so does an unsubscribe the server decides on (a sharded channel's slot
+    // moved away): neither answers the command at the head.
+    if (this.subscribed && this.opts.protocol === 2 && Array.isArray(value) && isResp2Push(value, this.inflight.peek())) {
+      this.deliverPush(value);
+      return;
     }
     const cmd = this.inflight.shift();
     if (cmd === undefined) {
@@ -469,7 +457,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     if (cmd.blocking) this.blockingInflight--;
     // A refused SUBSCRIBE (e.g. NOPERM) sends one error, not one reply per channel: drop the placeholders.
     if (cmd.extras > 0 && value instanceof RedisError) for (let i = 0; i < cmd.extras; i++) this.inflight.shift();
-    if (cmd.subscribe && Array.isArray(value) && ENTERS.has(word(value[0]))) this.subscribed = true;
+    if (cmd.subscribe && isEnteringConfirmation(value)) this.subscribed = true;
     if (this.pending === 0) {
       if (this.drained !== undefined) this.drained();
       else if (this.opts.pingInterval > 0) this.arm(this.lastActivity + this.opts.pingInterval);
@@ -496,7 +484,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private onPush(value: Reply[]): void {
     // RESP3: subscribe confirmations are pushes, and they complete the SUBSCRIBE command.
     const head = this.inflight.peek();
-    if (head?.confirm !== undefined && this.confirms(head, word(value[0]), value[1])) {
+    if (head !== undefined && pushConfirms(head, value)) {
       if (head.subscribe) this.subscribed = true;
       this.inflight.shift();
       if (head.state !== SETTLED) {
@@ -506,12 +494,6 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       return;
     }
     this.deliverPush(value);
-  }
-
-  /** Whether a pub/sub frame of `kind` for `channel` is the confirmation `head` waits for. */
-  private confirms(head: Command | undefined, kind: string, channel: Reply | undefined): boolean {
-    if (head === undefined || head.confirm !== kind) return false;
-    return head.confirmName === undefined || head.confirmName === word(channel);
   }
 
   /**
