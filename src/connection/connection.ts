@@ -17,6 +17,7 @@ import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
 import { Confirmations, type ConfirmationHost } from './confirmations.js';
 import { Command, partsSize, QUEUED, SETTLED, WRITTEN, type SendOptions } from './command.js';
 import { confirmationKind, entersSubscribed, isEnteringConfirmation, isResp2Push, pushConfirms } from './pubsub-replies.js';
+import { skippedByFlush, writeOf } from './write-batch.js';
 
 export type { SendOptions } from './command.js';
 
@@ -400,35 +401,21 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.toWrite = [];
     this.queuedBytes = 0;
     if (this.inflight.length === 0) this.lastActivity = Date.now();
-    let text = '';
-    let parts: Array<string | Buffer> | undefined;
+    // The bytes first (pure, see write-batch.ts), then the same commands go in flight: a second
+    // pass over the batch costs less than a callback per command, and allocates nothing.
+    const write = writeOf(batch);
     for (const cmd of batch) {
-      if (cmd.state === SETTLED && cmd.encoded !== '') continue; // timed out or aborted before the write: never sent
+      if (skippedByFlush(cmd)) continue; // timed out or aborted before the write: never sent
       cmd.state = cmd.state === SETTLED ? SETTLED : WRITTEN;
       if (cmd.blocking) this.blockingInflight++;
       this.inflight.push(cmd);
-      const e = cmd.encoded;
-      if (typeof e === 'string') {
-        text += e;
-        // One string per write keeps syscalls few, but V8 strings top out near 512 MiB.
-        if (text.length > FLUSH_STRING_LIMIT) {
-          (parts ??= []).push(text);
-          text = '';
-        }
-      } else {
-        parts ??= [];
-        if (text) parts.push(text);
-        text = '';
-        for (const p of e) parts.push(p);
-      }
     }
     let ok = true;
-    if (parts === undefined) {
-      if (text) ok = this.socket.write(text);
+    if (typeof write === 'string') {
+      if (write) ok = this.socket.write(write);
     } else {
-      if (text) parts.push(text);
       this.socket.cork();
-      for (const p of parts) ok = this.socket.write(p) && ok;
+      for (const p of write) ok = this.socket.write(p) && ok;
       process.nextTick(() => this.socket.uncork());
     }
     if (!ok) {
@@ -692,9 +679,6 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.destroy(undefined);
   }
 }
-
-/** Above this, queued command text is written as several strings. */
-const FLUSH_STRING_LIMIT = 64 * 1024 * 1024;
 
 /** Cheap pre-check (first letter and length) for MULTI, EXEC, DISCARD, RESET: the hot path skips the rest. */
 function mayTouchTransaction(name: string): boolean {
