@@ -14,35 +14,12 @@ import type { ResolvedConnectionOptions } from './options.js';
 import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
 import { scheduleFlush, type Flushable } from './flush-scheduler.js';
 import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
-import type { Durability } from './durability.js';
-import { Confirmations, type ConfirmationHost, type DurableCommand } from './confirmations.js';
+import { Confirmations, type ConfirmationHost } from './confirmations.js';
+import { Command, partsSize, QUEUED, SETTLED, WRITTEN, type SendOptions } from './command.js';
+import { confirmationKind, entersSubscribed, isEnteringConfirmation, isResp2Push, pushConfirms } from './pubsub-replies.js';
+import { skippedByFlush, writeOf } from './write-batch.js';
 
-/** Per-command options understood by a connection. */
-export interface SendOptions {
-  /** Deadline in ms for this command; 0 disables; undefined uses `commandTimeout`. */
-  timeout?: number;
-  /** Absolute deadline (epoch ms, 0 = none); when given it wins over `timeout` and saves a clock read. */
-  deadline?: number;
-  /** Aborts the command: rejected with `signal.reason`; if already written, its late reply is discarded. */
-  signal?: AbortSignal;
-  /** Decode bulk strings of this reply as Buffers. */
-  returnBuffers?: boolean;
-  /** A blocking command (BLPOP, XREAD BLOCK …): exempt from `socketTimeout` while it waits. */
-  blocking?: boolean;
-  /** Receives RESP3 attributes that came with the reply. */
-  onAttributes?: (attributes: Map<Reply, Reply>) => void;
-  /**
-   * A per-call timeout the caller asked for (`with({ timeout: 60000 })` for a slow script), in
-   * ms; 0 = none. One beyond `socketTimeout` stretches the inactivity check while this
-   * command's reply is the one awaited. The default `commandTimeout` never does.
-   */
-  patience?: number;
-  /**
-   * A write that must reach replicas before it resolves: a WAIT follows the flush that carries
-   * it, and its reply is held until that WAIT answers (see durability.ts).
-   */
-  durable?: Durability;
-}
+export type { SendOptions } from './command.js';
 
 /** Events of one connection. */
 export interface ConnectionEvents {
@@ -50,53 +27,6 @@ export interface ConnectionEvents {
   close: [error: Error | undefined];
   /** A pub/sub message or other out-of-band push: `['message', channel, payload]`, `['pmessage', pattern, channel, payload]`. */
   push: [value: Reply[]];
-}
-
-const QUEUED = 0;
-const WRITTEN = 1;
-const SETTLED = 2;
-
-class Command implements DurableCommand {
-  state = QUEUED;
-  /** SUBSCRIBE to n channels: n-1 placeholder entries follow this one to absorb the extra confirmations. */
-  extras = 0;
-  timer = 0; // deadline in epoch ms; 0 = none
-  abort: (() => void) | undefined;
-  /** Encoded length (bytes for ASCII), for maxPendingBytes. */
-  size = 0;
-  /** Inactivity allowed while this is the reply awaited, when longer than socketTimeout; 0 = socketTimeout. */
-  idleLimit = 0;
-  /** Durable write: what it asks of the replicas. */
-  durable: Durability | undefined = undefined;
-  /** Durable write whose reply arrived and is held until its WAIT answers. */
-  confirming = false;
-  reply: Reply = null;
-  attrs: Map<Reply, Reply> | undefined = undefined;
-  /** For (P|S)(UN)SUBSCRIBE: the confirmation this entry waits for (`subscribe`, `sunsubscribe` …). */
-  confirm: string | undefined;
-  /** …and the channel it names; undefined matches any (UNSUBSCRIBE without arguments). */
-  confirmName: string | undefined;
-  constructor(
-    readonly name: string,
-    readonly encoded: string | Array<string | Buffer>,
-    readonly resolve: (v: Reply) => void,
-    readonly reject: (e: Error) => void,
-    readonly buffers: boolean,
-    readonly blocking: boolean,
-    readonly subscribe: boolean,
-    readonly signal: AbortSignal | undefined,
-    readonly onAttributes: ((a: Map<Reply, Reply>) => void) | undefined,
-  ) {}
-}
-
-const SUBSCRIBE_RE = /^[ps]?(un)?subscribe$/i;
-const ENTERS = new Set(['subscribe', 'psubscribe', 'ssubscribe']);
-const CONFIRM = new Set(['subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe']);
-const MESSAGE = new Set(['message', 'pmessage', 'smessage']);
-
-/** A pub/sub frame's first element as text (it is a Buffer on a connection with `pushBuffers`). */
-function word(v: Reply | undefined): string {
-  return typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString() : '';
 }
 
 let nextId = 1;
@@ -385,8 +315,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     const refusal = this.overLimit(name, size);
     if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise<Reply>((resolve, reject) => {
-      const pubsub = name.length >= 9 && name.length <= 12 && SUBSCRIBE_RE.test(name) ? name.toLowerCase() : undefined;
-      const subscribe = pubsub !== undefined && ENTERS.has(pubsub);
+      const pubsub = confirmationKind(name);
+      const subscribe = pubsub !== undefined && entersSubscribed(pubsub);
       const cmd = new Command(name, encoded, resolve, reject, options?.returnBuffers ?? false, options?.blocking ?? false, subscribe, signal, options?.onAttributes);
       if (pubsub !== undefined) {
         cmd.confirm = pubsub;
@@ -471,35 +401,21 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.toWrite = [];
     this.queuedBytes = 0;
     if (this.inflight.length === 0) this.lastActivity = Date.now();
-    let text = '';
-    let parts: Array<string | Buffer> | undefined;
+    // The bytes first (pure, see write-batch.ts), then the same commands go in flight: a second
+    // pass over the batch costs less than a callback per command, and allocates nothing.
+    const write = writeOf(batch);
     for (const cmd of batch) {
-      if (cmd.state === SETTLED && cmd.encoded !== '') continue; // timed out or aborted before the write: never sent
+      if (skippedByFlush(cmd)) continue; // timed out or aborted before the write: never sent
       cmd.state = cmd.state === SETTLED ? SETTLED : WRITTEN;
       if (cmd.blocking) this.blockingInflight++;
       this.inflight.push(cmd);
-      const e = cmd.encoded;
-      if (typeof e === 'string') {
-        text += e;
-        // One string per write keeps syscalls few, but V8 strings top out near 512 MiB.
-        if (text.length > FLUSH_STRING_LIMIT) {
-          (parts ??= []).push(text);
-          text = '';
-        }
-      } else {
-        parts ??= [];
-        if (text) parts.push(text);
-        text = '';
-        for (const p of e) parts.push(p);
-      }
     }
     let ok = true;
-    if (parts === undefined) {
-      if (text) ok = this.socket.write(text);
+    if (typeof write === 'string') {
+      if (write) ok = this.socket.write(write);
     } else {
-      if (text) parts.push(text);
       this.socket.cork();
-      for (const p of parts) ok = this.socket.write(p) && ok;
+      for (const p of write) ok = this.socket.write(p) && ok;
       process.nextTick(() => this.socket.uncork());
     }
     if (!ok) {
@@ -513,15 +429,12 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   }
 
   private onReply(value: DecodedValue, attrs: Map<Reply, Reply> | undefined): void {
-    if (this.subscribed && this.opts.protocol === 2 && Array.isArray(value) && value.length >= 3) {
-      // RESP2 pub/sub: messages arrive as ordinary arrays in the reply stream (RESP3 sends them
-      // as pushes), and so does an unsubscribe the server decides on (a sharded channel's slot
-      // moved away): neither answers the command at the head.
-      const kind = word(value[0]);
-      if (MESSAGE.has(kind) || (CONFIRM.has(kind) && !this.confirms(this.inflight.peek(), kind, value[1]))) {
-        this.deliverPush(value);
-        return;
-      }
+    // RESP2 pub/sub: messages arrive as ordinary arrays in the reply stream (RESP3 sends them
+    // as pushes), and so does an unsubscribe the server decides on (a sharded channel's slot
+    // moved away): neither answers the command at the head.
+    if (this.subscribed && this.opts.protocol === 2 && Array.isArray(value) && isResp2Push(value, this.inflight.peek())) {
+      this.deliverPush(value);
+      return;
     }
     const cmd = this.inflight.shift();
     if (cmd === undefined) {
@@ -531,7 +444,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     if (cmd.blocking) this.blockingInflight--;
     // A refused SUBSCRIBE (e.g. NOPERM) sends one error, not one reply per channel: drop the placeholders.
     if (cmd.extras > 0 && value instanceof RedisError) for (let i = 0; i < cmd.extras; i++) this.inflight.shift();
-    if (cmd.subscribe && Array.isArray(value) && ENTERS.has(word(value[0]))) this.subscribed = true;
+    if (cmd.subscribe && isEnteringConfirmation(value)) this.subscribed = true;
     if (this.pending === 0) {
       if (this.drained !== undefined) this.drained();
       else if (this.opts.pingInterval > 0) this.arm(this.lastActivity + this.opts.pingInterval);
@@ -558,7 +471,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private onPush(value: Reply[]): void {
     // RESP3: subscribe confirmations are pushes, and they complete the SUBSCRIBE command.
     const head = this.inflight.peek();
-    if (head?.confirm !== undefined && this.confirms(head, word(value[0]), value[1])) {
+    if (head !== undefined && pushConfirms(head, value)) {
       if (head.subscribe) this.subscribed = true;
       this.inflight.shift();
       if (head.state !== SETTLED) {
@@ -568,12 +481,6 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       return;
     }
     this.deliverPush(value);
-  }
-
-  /** Whether a pub/sub frame of `kind` for `channel` is the confirmation `head` waits for. */
-  private confirms(head: Command | undefined, kind: string, channel: Reply | undefined): boolean {
-    if (head === undefined || head.confirm !== kind) return false;
-    return head.confirmName === undefined || head.confirmName === word(channel);
   }
 
   /**
@@ -773,20 +680,11 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   }
 }
 
-/** Above this, queued command text is written as several strings. */
-const FLUSH_STRING_LIMIT = 64 * 1024 * 1024;
-
 /** Cheap pre-check (first letter and length) for MULTI, EXEC, DISCARD, RESET: the hot path skips the rest. */
 function mayTouchTransaction(name: string): boolean {
   const c = name.charCodeAt(0) | 0x20;
   const n = name.length;
   return (n === 5 && (c === 0x6d || c === 0x72)) || (n === 4 && c === 0x65) || (n === 7 && c === 0x64);
-}
-
-function partsSize(parts: ReadonlyArray<string | Buffer>): number {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  return n;
 }
 
 /** Surfaces a user callback's exception as an uncaught error, outside the decoder. */
