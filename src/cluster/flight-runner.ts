@@ -212,8 +212,10 @@ export class FlightRunner {
       case 'moved': {
         f.redirections++;
         const to = top.map.mapAddress(d.address);
-        const before = top.moved(d.slot, to);
-        this.h.onMoved(d.slot, before ? { host: before.host, port: before.port } : address, to);
+        top.moved(d.slot, to);
+        // The node that answered MOVED: the map's previous owner may already be `to` (another
+        // command's MOVED moved the whole shard first), and "from X to X" tells nobody anything.
+        this.h.onMoved(d.slot, address, to);
         f.target = to;
         break;
       }

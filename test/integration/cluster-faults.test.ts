@@ -113,6 +113,43 @@ describe('ClusterPool: scripted faults', () => {
     }
   });
 
+  it("every 'moved' event names the node that answered MOVED, also after the first one moved the slot in the map", async () => {
+    // A says it owns every slot and answers writes with MOVED to B; B owns every slot and takes them.
+    let aPort = 0;
+    let bPort = 0;
+    const shards = (owner: () => number) => resp.array([resp.array([
+      resp.bulk('slots'), resp.array([resp.int(0), resp.int(16383)]), resp.bulk('nodes'), resp.array([resp.array([
+        resp.bulk('id'), resp.bulk((owner() === aPort ? 'a' : 'b').repeat(40)), resp.bulk('port'), resp.int(owner()), resp.bulk('ip'), resp.bulk('127.0.0.1'),
+        resp.bulk('endpoint'), resp.bulk('127.0.0.1'), resp.bulk('role'), resp.bulk('master'), resp.bulk('health'), resp.bulk('online'),
+      ])]),
+    ])]);
+    const node = (owner: () => number, answer: (cmd: string[]) => string) => startFakeServer((cmd) => {
+      const name = cmd[0]!.toUpperCase();
+      if (name === 'CLUSTER' && cmd[1]?.toUpperCase() === 'SHARDS') return shards(owner);
+      if (name === 'COMMAND') return resp.error("NOPERM this user has no permissions to run the 'command' command");
+      if (name === 'PING') return resp.simple('PONG');
+      return answer(cmd);
+    });
+    const a = await node(() => aPort, (cmd) => resp.error(`MOVED ${keySlot(cmd[1]!)} 127.0.0.1:${bPort}`));
+    const b = await node(() => bPort, () => resp.simple('OK'));
+    aPort = a.port;
+    bPort = b.port;
+    const pool = await ClusterPool.create([`127.0.0.1:${aPort}`], { refresh: { interval: 0 } });
+    try {
+      const events: Array<[number, number]> = [];
+      pool.on('moved', (e) => events.push([e.from.port, e.to.port]));
+      // Ten writes of one slot in flight on A at once: each gets its own MOVED, and all but the
+      // first arrive when the map already names B for that slot.
+      expect(await Promise.all(Array.from({ length: 10 }, (_, i) => pool.set(`{mv}:${i}`, 'v')))).toEqual(Array(10).fill('OK'));
+      expect(events.length).toBeGreaterThan(1);
+      expect(events).toEqual(events.map(() => [aPort, bPort]));
+    } finally {
+      await pool.close();
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('rate-limits refreshes under a storm of MOVED replies', async () => {
     const fake = await movedForever(1);
     const minInterval = 200;

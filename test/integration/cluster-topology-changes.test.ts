@@ -120,6 +120,8 @@ describe('ClusterPool: CLUSTER FAILOVER under plain write load', () => {
       // A manual failover pauses writes on the old master until the replica takes over, or for up
       // to 5 s (CLUSTER_MF_TIMEOUT) when it does not and is asked again: a write's deadline must
       // outlast that pause for "fails none" to be about the pool, not about the server's pause.
+      const movedEvents: Array<{ from: number; to: number }> = [];
+      pool.on('moved', (e) => movedEvents.push({ from: e.from.port, to: e.to.port }));
       const writer = pool.with({ timeout: 20_000 });
       const workers = 20;
       let stop = false;
@@ -172,6 +174,10 @@ describe('ClusterPool: CLUSTER FAILOVER under plain write load', () => {
       expect(st1.moved - st0.moved).toBeGreaterThan(0);
       console.log(`CLUSTER FAILOVER under load: ${st1.moved - st0.moved} MOVED for ${workers} writers`);
       expect(pool.nodes().find((n) => n.port === replica.port)?.role).toBe('master');
+      // Each event names the node that answered MOVED (the old master), never "from X to X"
+      // once another write's MOVED had already moved the shard in the map.
+      expect(movedEvents.length).toBe(st1.moved - st0.moved);
+      expect(movedEvents.filter((e) => e.from !== oldMasterPort || e.to !== replica.port)).toEqual([]);
 
       // Every acknowledged write is on the node that owns its slot now.
       await topo.waitForClusterOk();
