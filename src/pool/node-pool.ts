@@ -322,7 +322,9 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       conn = left < this.poolOpts.acquireTimeoutMillis ? await this.acquireBy(acquiring, left) : await acquiring;
     } catch (err) {
       if (this.closed) throw new PoolClosedError(undefined, { cause: err });
-      if ((err as Error).name === 'TimeoutError') {
+      // generic-pool's own TimeoutError (acquireTimeoutMillis); ours (the call's deadline, from
+      // acquireBy) already names its limit.
+      if ((err as Error).name === 'TimeoutError' && !(err instanceof TimeoutError)) {
         throw this.noConnection(`acquireTimeoutMillis (${this.poolOpts.acquireTimeoutMillis} ms)`, err);
       }
       throw err;

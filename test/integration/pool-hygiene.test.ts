@@ -138,6 +138,21 @@ describe('leases leave nothing behind', () => {
     ).rejects.toThrow('gave up halfway');
     expect(await p.use((lease) => lease.set('hyg:after-multi', 'x'))).toBe('OK');
   });
+
+  it('a wait for a busy connection that runs out of the call\'s deadline names the deadline, not acquireTimeoutMillis', async () => {
+    const p = await pool(shared.url, { pool: { max: 1, acquireTimeoutMillis: 30_000 } });
+    let release!: () => void;
+    const held = p.use(() => new Promise<void>((r) => { release = r; }));
+    await waitFor(() => release !== undefined, 'the lease to be held');
+    const started = Date.now();
+    const err = await p.with({ timeout: 300 }).multi().set('hyg:busy', '1').exec().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TimeoutError);
+    expect((err as Error).message).toMatch(/became free within the call's deadline; raise pool\.max or release leases sooner/);
+    expect((err as Error).message).not.toMatch(/acquireTimeoutMillis/);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    release();
+    await held;
+  });
 });
 
 describe('subscribers', () => {
