@@ -14,7 +14,7 @@ import { runTransaction } from './cluster-transaction.js';
 import { newFlight } from './flight.js';
 import { FlightRunner } from './flight-runner.js';
 import { crossSlotError, mergeFanout, mergeSplit, type SplitPart } from './plan.js';
-import { fanoutTargets, Router, slotNotServed, type Route } from './route.js';
+import { fanoutTargets, keylessRefusal, Router, slotNotServed, type Route } from './route.js';
 import { keySlot } from './slot.js';
 import { settle } from '../pool/settle.js';
 
@@ -55,6 +55,10 @@ export class ClusterDispatcher implements Dispatcher {
 
   async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
     const r = this.router.route(args);
+    if (r.slot === undefined) {
+      const refusal = keylessRefusal(r);
+      if (refusal) throw refusal;
+    }
     const policy = r.info?.requestPolicy;
     if (policy === 'all_shards' || policy === 'all_nodes') return this.fanout(args, r.info!, call);
     const plan = this.router.multiSlot(args, r);

@@ -60,6 +60,20 @@ export function planMultiSlot(args: readonly Arg[], r: KeyedRoute, splitMultiKey
   return { action: 'refuse', error: crossSlotError(r.name, slots) };
 }
 
+/**
+ * Why a command cannot go to "any master", or undefined when it can. SCAN is the one: its
+ * cursor walks one node's keys and says nothing of the others, so the usual
+ * `do … while (cursor !== '0')` loop would end having seen a third of a 3-master cluster's
+ * keys, without an error. The iterators walk every master instead.
+ */
+export function keylessRefusal(r: Route): TypeError | undefined {
+  if (r.name !== 'scan') return undefined;
+  return new TypeError(
+    'SCAN on a cluster would walk one node: its cursor covers that node\'s keys only, so a SCAN loop would miss the other masters\' keys. ' +
+      'Use pool.scanIterator(), which walks every master, or walk one node on a lease: pool.use((lease) => …lease.scanIterator()…, { key }) scans the node serving key\'s slot. It was not sent.',
+  );
+}
+
 /** The nodes an `all_shards` / `all_nodes` command goes to: every master serving slots, plus every healthy replica for `all_nodes`. */
 export function fanoutTargets(map: SlotMap, requestPolicy: CommandInfo['requestPolicy']): ClusterNode[] {
   const masters = map.masters({ withSlots: true });

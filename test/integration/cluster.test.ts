@@ -118,9 +118,16 @@ describe('ClusterPool: routing', () => {
     expect(await pool.eval("return redis.call('GET', KEYS[1])", 1, k('s'))).toBe('v');
     const sha = (await pool.call('SCRIPT', 'LOAD', "return redis.call('GET', KEYS[1])")) as string;
     expect(await pool.evalsha(sha, 1, k('s'))).toBe('v');
-    const [cursor, keys] = await pool.scan('0', { count: 1000 });
-    expect(typeof cursor).toBe('string');
-    expect(Array.isArray(keys)).toBe(true);
+    // One SCAN step would walk one node: refused, pointing at the iterator (which walks every master);
+    // a lease scans the node of its key.
+    for (const attempt of [() => pool.scan('0', { count: 1000 }), () => pool.call('SCAN', '0'), () => pool.with({ timeout: 1000 }).scan('0')]) {
+      const err = await attempt().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TypeError);
+      expect((err as Error).message).toMatch(/scanIterator\(\)/);
+    }
+    const onLease = await pool.use(async (lease) => lease.scan('0', { match: k('*'), count: 1000 }), { key: k('s') });
+    expect(typeof onLease[0]).toBe('string');
+    expect(onLease[1]).toContain(k('s'));
     // Every key landed on the node that owns its slot.
     for (const n of ['s', 'n', 'h', 'l', 'set', 'z']) {
       const owner = await topo.nodeForSlot(keySlot(k(n)));
