@@ -25,6 +25,8 @@ import dc from 'node:diagnostics_channel';
 import { context, SpanKind, SpanStatusCode, type Attributes, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+// This file runs inside the repository, against the sources. An application imports the package:
+//   import { DIAGNOSTICS_CHANNELS, StandalonePool, type AcquireDiagnostic, type CommandTraceContext } from 'redis-ha-pool';
 import { DIAGNOSTICS_CHANNELS, StandalonePool, type AcquireDiagnostic, type CommandTraceContext } from '../../src/index.js';
 
 /** Bucket boundaries the semantic conventions advise for `db.client.*` durations, in seconds. */
