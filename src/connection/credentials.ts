@@ -87,7 +87,13 @@ export class Auth {
    */
   async resolve(context: CredentialContext, deadline = 0): Promise<Credentials | null> {
     const provider = this.#provider;
-    if (provider === undefined) return this.#password === undefined ? null : { username: this.#username, password: this.#password };
+    if (provider === undefined) {
+      // A user name alone logs in as that user with an empty password: right for an ACL user
+      // with `nopass`, and WRONGPASS (an AuthenticationError) for one with a password. Dropping
+      // it would run as `default`, with other rights than the caller asked for.
+      if (this.#password === undefined) return this.#username === undefined ? null : { username: this.#username, password: '' };
+      return { username: this.#username, password: this.#password };
+    }
     const label = formatAddress(context.address);
     const left = deadline > 0 ? Math.max(1, deadline - Date.now()) : Infinity;
     const limit = Math.min(this.timeout > 0 ? this.timeout : Infinity, left);
@@ -116,7 +122,8 @@ export class Auth {
 
   [inspect.custom](): string {
     if (this.#provider) return `Auth { provider: [Function], timeout: ${this.timeout} }`;
-    return this.#password === undefined ? 'Auth { none }' : `Auth { username: ${JSON.stringify(this.#username ?? 'default')}, password: ${REDACTED} }`;
+    if (this.#password === undefined) return this.#username === undefined ? 'Auth { none }' : `Auth { username: ${JSON.stringify(this.#username)}, password: none }`;
+    return `Auth { username: ${JSON.stringify(this.#username ?? 'default')}, password: ${REDACTED} }`;
   }
 
   toJSON(): string {

@@ -234,6 +234,26 @@ describe('Standalone: credentials provider', () => {
     }
   });
 
+  it('a user name without a password logs in as that user (an ACL user with nopass), never silently as default', async () => {
+    await topo.server.cli('ACL', 'SETUSER', 'nopw', 'on', 'nopass', '~*', '+@all');
+    for (const create of [
+      () => StandalonePool.create(topo.address, { username: 'nopw' }),
+      () => StandalonePool.create(`redis://nopw@127.0.0.1:${topo.address.port}`),
+      () => StandalonePool.create(topo.address, { username: 'nopw', protocol: 3 }),
+    ]) {
+      const pool = await create();
+      try {
+        expect(await pool.call('ACL', 'WHOAMI')).toBe('nopw');
+      } finally {
+        await pool.close();
+      }
+    }
+    // A user that has a password: refused, not logged in as default.
+    const err = await StandalonePool.create(topo.address, { username: 'app1' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthenticationError);
+    expect((err as Error).message).toMatch(/user "app1"/);
+  });
+
   it('a refused rotation rejects with AuthenticationError and the connections keep their login', async () => {
     const r = rotating({ username: 'app1', password: 'pw-one' });
     const pool = await StandalonePool.create(topo.address, { credentials: r.provider });
