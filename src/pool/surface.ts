@@ -437,6 +437,20 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
     return `${this.constructor.name} ${inspect(this.stats(), { ...options, depth: 2 })}`;
   }
 
+  /**
+   * What `JSON.stringify(pool)` gives (a logger that serializes what it is handed): the pool's
+   * class and `stats()`, never options or credentials. Without it the pool's internals are
+   * circular, and the logger throws.
+   */
+  toJSON(): {
+    /** The pool's class: `StandalonePool`, `SentinelPool` or `ClusterPool`. */
+    pool: string;
+    /** The same snapshot as {@link BasePool.stats}. */
+    stats: object;
+  } {
+    return { pool: this.constructor.name, stats: this.stats() };
+  }
+
   /** Same as {@link close}, for `await using pool = …`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();

@@ -130,6 +130,10 @@ describe('Standalone: a canary password never leaks', () => {
       await pool.use(async (l) => l.get('k'));
       expectClean('util.inspect(pool)', pool);
       expectClean('pool.stats()', pool.stats());
+      // What a logger that serializes the pool writes (it used to throw: circular internals).
+      const json = JSON.parse(JSON.stringify(pool)) as { pool: string; stats: { closed: boolean } };
+      expect(json).toMatchObject({ pool: 'StandalonePool', stats: { closed: false } });
+      expectClean('JSON.stringify(pool)', JSON.stringify(pool));
       expectClean('viaProvider', viaProvider);
       // Drop every connection while commands are in flight.
       fail = true;
