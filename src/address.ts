@@ -100,7 +100,8 @@ function checkUrlShape(input: string, what: string): void {
 
 function checkPort(port: unknown, what: string): void {
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new TypeError(`${what} must be an integer from 1 to 65535 (got ${String(port)}).`);
+    const got = typeof port === 'string' ? `the string ${JSON.stringify(port)}` : typeof port === 'number' ? String(port) : typeof port;
+    throw new TypeError(`${what} must be an integer from 1 to 65535 (got ${got}).`);
   }
 }
 

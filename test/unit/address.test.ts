@@ -29,15 +29,19 @@ describe('parseAddress', () => {
     ['redis://h:0', /address port must be an integer from 1 to 65535 \(got '0'\)/],
     [`redis://:${SECRET}@h:65536/0`, /address port must be an integer from 1 to 65535 \(got '65536'\)/],
     ['h:70000', /address port must be an integer from 1 to 65535 \(got 70000\)/],
+    [{ host: 'h', port: '6379' }, /address\.port must be an integer from 1 to 65535 \(got the string "6379"\)/],
+    [{ host: 'h', port: 6379.5 }, /address\.port must be an integer from 1 to 65535 \(got 6379\.5\)/],
+    [{ host: 'h', port: null }, /address\.port must be an integer from 1 to 65535 \(got object\)/],
     ['redis://h:6379?timeout=500', /query parameters 'timeout' \(use connectTimeout or commandTimeout\).*options of create\(\)/],
     ['redis://h:6379/0?protocol=3', /query parameters 'protocol' \(use protocol \(2 or 3\)\)/],
     ['redis://h:6379?protocol=3&db=2', /'protocol' .*'db' \(use the URL path/],
     ['redis://h:6379?family=6', /query parameters 'family'/],
     ['redis://h:6379?', /query parameters/],
     ['redis://h:6379#frag', /URL fragment/],
-  ])('refuses %s', (input, message) => {
-    expect(() => parseAddress(input, 'address')).toThrow(TypeError);
-    expect(() => parseAddress(input, 'address')).toThrow(message);
+  ])('refuses %j', (input, message) => {
+    // Objects as a JavaScript caller may pass them, whatever the types say.
+    expect(() => parseAddress(input as never, 'address')).toThrow(TypeError);
+    expect(() => parseAddress(input as never, 'address')).toThrow(message);
   });
 
   it.each([`redis://u:${SECRET}/x@h:6379`, `redis://u:${SECRET}?x@h`, `redis://u:${SECRET}#x@h`, `redis://u:${SECRET}@h:bad?timeout=1`])(
