@@ -11,8 +11,16 @@ export interface PubSubMethods {
    * subscription emits `resubscribed` with the gap during which messages may have been lost).
    * Resolves once the server confirmed every channel.
    */
+  subscribe(channels: string | string[], listener: Listener<Buffer> | undefined, options: SubscriptionOptions & { returnBuffers: true }): Promise<Subscription<Buffer>>;
+  /** Messages as strings (the default). */
+  subscribe(channels: string | string[], listener?: Listener<string>, options?: SubscriptionOptions & { returnBuffers?: false }): Promise<Subscription<string>>;
+  /** `returnBuffers` known only at run time: strings or Buffers. */
   subscribe(channels: string | string[], listener?: Listener, options?: SubscriptionOptions): Promise<Subscription>;
   /** Same as {@link subscribe}, for glob-style patterns (`PSUBSCRIBE`): the message also carries the pattern. */
+  psubscribe(patterns: string | string[], listener: Listener<Buffer> | undefined, options: SubscriptionOptions & { returnBuffers: true }): Promise<Subscription<Buffer>>;
+  /** Messages as strings (the default). */
+  psubscribe(patterns: string | string[], listener?: Listener<string>, options?: SubscriptionOptions & { returnBuffers?: false }): Promise<Subscription<string>>;
+  /** `returnBuffers` known only at run time: strings or Buffers. */
   psubscribe(patterns: string | string[], listener?: Listener, options?: SubscriptionOptions): Promise<Subscription>;
 }
 
@@ -22,6 +30,10 @@ export interface ShardedPubSubMethods {
    * Subscribes to sharded channels (`SSUBSCRIBE`, Redis 7): each channel lives on the master
    * owning its slot, and the subscription follows it through failovers and slot migrations.
    */
+  ssubscribe(channels: string | string[], listener: Listener<Buffer> | undefined, options: SubscriptionOptions & { returnBuffers: true }): Promise<Subscription<Buffer>>;
+  /** Messages as strings (the default). */
+  ssubscribe(channels: string | string[], listener?: Listener<string>, options?: SubscriptionOptions & { returnBuffers?: false }): Promise<Subscription<string>>;
+  /** `returnBuffers` known only at run time: strings or Buffers. */
   ssubscribe(channels: string | string[], listener?: Listener, options?: SubscriptionOptions): Promise<Subscription>;
 }
 

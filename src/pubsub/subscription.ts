@@ -3,17 +3,17 @@ import { PoolClosedError, SlowConsumerError } from '../errors.js';
 import type { ResolvedSubscriptionOptions, SubscriptionKind } from './frames.js';
 
 /** One message as the async iterator yields it. */
-export interface PubSubMessage {
+export interface PubSubMessage<M extends string | Buffer = string | Buffer> {
   /** The channel it was published to. */
   channel: string;
   /** The pattern that matched, for `psubscribe`. */
   pattern?: string;
   /** The payload: a string, or a Buffer with `returnBuffers: true`. */
-  message: string | Buffer;
+  message: M;
 }
 
 /** Called for every message: `(message, channel, pattern?)`. */
-export type Listener = (message: string | Buffer, channel: string, pattern?: string) => void;
+export type Listener<M extends string | Buffer = string | Buffer> = (message: M, channel: string, pattern?: string) => void;
 
 /** What a {@link Subscription} reports. */
 export interface SubscriptionEvents {
@@ -55,7 +55,7 @@ export interface SubscriptionHost {
  * `for await (const m of sub)` holds at most `highWaterMark` messages for a consumer that is
  * behind; leaving the loop (break, return, throw) closes the subscription.
  */
-export class Subscription extends EventEmitter<SubscriptionEvents> implements AsyncIterable<PubSubMessage> {
+export class Subscription<M extends string | Buffer = string | Buffer> extends EventEmitter<SubscriptionEvents> implements AsyncIterable<PubSubMessage<M>> {
   /** Whether this subscription listens to channels, patterns or sharded channels. */
   readonly kind: SubscriptionKind;
   readonly #names: Set<string>;
@@ -188,8 +188,14 @@ export class Subscription extends EventEmitter<SubscriptionEvents> implements As
   }
 
   /** Messages as they arrive; leaving the loop closes the subscription. */
-  [Symbol.asyncIterator](): AsyncIterator<PubSubMessage> {
+  [Symbol.asyncIterator](): AsyncIterator<PubSubMessage<M>> {
     this.#iterating = true;
+    // Its messages are Buffers exactly when this subscription asked for them (M); the fields
+    // stay untyped so that a Subscription<string> is a Subscription.
+    return this.#iterator() as AsyncIterator<PubSubMessage<M>>;
+  }
+
+  #iterator(): AsyncIterator<PubSubMessage> {
     return {
       next: () => {
         if (this.#head < this.#buffer.length) {

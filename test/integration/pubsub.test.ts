@@ -41,8 +41,9 @@ describe.each([2, 3] as const)('pub/sub over RESP%i', (protocol) => {
   it('delivers to a listener and to the async iterator, in order', async () => {
     const ch = `ch-${protocol}-a`;
     const heard: string[] = [];
-    const sub = await pool.subscribe(ch, (m, c) => heard.push(`${c}=${String(m)}`));
-    const it = sub[Symbol.asyncIterator]();
+    // Typed as strings without returnBuffers (a compile error under `npm run typecheck` otherwise).
+    const sub = await pool.subscribe(ch, (m: string, c: string) => heard.push(`${c}=${m}`));
+    const it: AsyncIterator<{ channel: string; message: string }> = sub[Symbol.asyncIterator]();
     expect(await pool.publish(ch, 'one')).toBe(1);
     await pool.publish(ch, 'two');
     expect((await it.next()).value).toEqual({ channel: ch, message: 'one' });
@@ -56,7 +57,7 @@ describe.each([2, 3] as const)('pub/sub over RESP%i', (protocol) => {
 
   it('psubscribe reports the pattern; returnBuffers keeps payloads binary', async () => {
     const seen: Array<[unknown, string, string | undefined]> = [];
-    const sub = await pool.psubscribe(`news-${protocol}.*`, (m, c, p) => seen.push([m, c, p]), { returnBuffers: true });
+    const sub = await pool.psubscribe(`news-${protocol}.*`, (m: Buffer, c, p) => seen.push([m, c, p]), { returnBuffers: true });
     const payload = Buffer.from([0, 255, 1, 254]);
     await pool.publish(`news-${protocol}.sport`, payload);
     await waitFor(() => seen.length === 1, 'pattern message');
