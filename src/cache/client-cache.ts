@@ -5,7 +5,7 @@ import { cachePlan, copyReply, entryId, lower, replyBytes } from './cacheable.js
 import type { ResolvedCacheOptions } from './options.js';
 
 /** Why the cache dropped everything (or a part): counted in `stats().cache.flushes`. */
-export type FlushReason = 'connection-lost' | 'failover' | 'flushall' | 'slot-moved' | 'replicas-changed' | 'closed';
+export type FlushReason = 'connection-lost' | 'failover' | 'flushall' | 'slot-moved' | 'closed';
 
 /** Counters of `stats().cache`. */
 export interface CacheStats {
@@ -368,8 +368,9 @@ export class ClientCache {
         this.invalidateKey(Buffer.isBuffer(k) ? k.toString() : String(k));
       }
     });
-    conn.once('close', () => {
-      if (conn.lane) this.flush('connection-lost');
+    conn.once('close', (error: Error | undefined) => {
+      // With an error it was lost (dropped, killed, retired); without, the pool closed it.
+      if (conn.lane) this.flush(error ? 'connection-lost' : 'closed');
     });
   }
 

@@ -103,8 +103,14 @@ describe('ClientCache freshness', () => {
     await cache.run(['GET', 'k'], async () => 'v');
     lease.emit('close', undefined);
     expect(cache.stats().entries).toBe(1);
-    lane.emit('close', undefined);
+    lane.emit('close', new Error('dropped'));
     expect(cache.stats()).toMatchObject({ entries: 0, flushes: { 'connection-lost': 1 } });
+    // A lane the pool closes on purpose counts as 'closed'.
+    const closing = fakeConnection(true);
+    cache.attach(closing);
+    await cache.run(['GET', 'k2'], async () => 'v');
+    closing.emit('close', undefined);
+    expect(cache.stats()).toMatchObject({ entries: 0, flushes: { 'connection-lost': 1, closed: 1 } });
   });
 
   it('a null invalidation flushes everything', async () => {
