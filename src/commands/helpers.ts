@@ -428,8 +428,26 @@ export type HelperName = keyof typeof TABLE;
 
 /** The helpers with trailing `undefined` arguments dropped first. */
 export const HELPERS: { readonly [K in HelperName]: (...a: unknown[]) => CommandSpec } = Object.fromEntries(
-  Object.entries(TABLE).map(([name, build]) => [name, (...a: unknown[]) => (build as Build)(trimmed(a))]),
+  Object.entries(TABLE).map(([name, build]) => [name, (...a: unknown[]) => buildWith(build as Build, a)]),
 ) as { [K in HelperName]: (...a: unknown[]) => CommandSpec };
+
+/**
+ * `build` on `a` without its trailing `undefined`s. When that leaves too few arguments, the
+ * error says an `undefined` was dropped: `set(k, undefined)` reads "needs 2 arguments, got 1"
+ * otherwise, which hides that the value was undefined.
+ */
+function buildWith(build: Build, a: unknown[]): CommandSpec {
+  const t = trimmed(a);
+  if (t.length === a.length) return build(t);
+  try {
+    return build(t);
+  } catch (e) {
+    if (e instanceof TypeError && /: needs \d+ arguments?, got \d+/.test(e.message)) {
+      throw new TypeError(`${e.message} Argument ${t.length + 1} was undefined, which counts as missing.`);
+    }
+    throw e;
+  }
+}
 
 /**
  * Installs every helper on a prototype. `run` receives the helper's spec and returns what the
@@ -443,11 +461,11 @@ export function installHelpers(proto: object, run: string, reject = true): void 
       configurable: true,
       writable: true,
       value: function (this: Record<string, (s: CommandSpec) => unknown>, ...a: unknown[]) {
-        if (!reject) return this[run]!(build(trimmed(a)));
         let spec: CommandSpec;
         try {
-          spec = build(trimmed(a));
+          spec = buildWith(build, a);
         } catch (e) {
+          if (!reject) throw e;
           return Promise.reject(e);
         }
         return this[run]!(spec);

@@ -79,6 +79,7 @@ describe('refused calls: a TypeError naming the helper and showing the right for
     ['set with EX and PX', 'set', ['k', 'v', { EX: 1, PX: 1000 }], /^set: EX and PX cannot be combined/],
     ['set with NX and XX', 'set', ['k', 'v', 'NX', 'XX'], /^set: NX and XX cannot be combined/],
     ['set without a value', 'set', ['k'], /^set: needs 2 arguments, got 1/],
+    ['set with an undefined value', 'set', ['k', undefined], /^set: needs 2 arguments, got 1\..*Argument 2 was undefined, which counts as missing\.$/],
     ['get with an extra argument', 'get', ['k', 'extra'], /^get: takes at most 1 argument, got 2.*Use get\(key\)/],
     ['hget with a missing field', 'hget', ['h'], /^hget: needs 2 arguments/],
     ['hset with an odd number of field/value arguments', 'hset', ['h', 'a', '1', 'b'], /^hset: got 3 field\/value arguments; they must come in pairs/],
