@@ -111,7 +111,9 @@ export class LaneDispatcher implements Dispatcher {
     if (call.signal?.aborted) throw call.signal.reason;
     const left = call.deadline === 0 ? this.retryWindow - (Date.now() - started) : remaining(call);
     if (left <= 0) {
-      throw new TimeoutError(`${String(args[0])} to ${formatAddress(this.node.target)} could not be completed within its deadline; last error: ${(err as Error).message}`, { cause: err, sent: err instanceof UncertainWriteError, address: { ...this.node.target } });
+      // Without a deadline (commandTimeout 0) retries are bounded by connectTimeout instead: say which.
+      const within = call.deadline === 0 ? `the retry window (connectTimeout ${this.retryWindow} ms; the call has no deadline)` : 'its deadline';
+      throw new TimeoutError(`${String(args[0])} to ${formatAddress(this.node.target)} could not be completed within ${within}; last error: ${(err as Error).message}`, { cause: err, sent: err instanceof UncertainWriteError, address: { ...this.node.target } });
     }
   }
 

@@ -281,3 +281,21 @@ describe('option limits', () => {
     await expect(StandalonePool.create(topo.address, options)).rejects.toThrow(message);
   });
 });
+
+describe('no deadline', () => {
+  it('with commandTimeout 0 retries end after connectTimeout, and the TimeoutError says that was the limit', async () => {
+    const own = await startStandalone();
+    try {
+      const p = await StandalonePool.create(own.address, { commandTimeout: 0, connectTimeout: 300, pool: { reconnect: { initialDelay: 20, maxDelay: 50 } } });
+      pools.push(p);
+      expect(await p.set('nd:k', 'v')).toBe('OK');
+      await own.server.kill();
+      const err = await p.get('nd:k').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TimeoutError);
+      expect((err as TimeoutError).message).toMatch(/within the retry window \(connectTimeout 300 ms; the call has no deadline\)/);
+      expect((err as TimeoutError).cause).toBeInstanceOf(Error);
+    } finally {
+      await own.stop();
+    }
+  });
+});
