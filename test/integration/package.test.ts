@@ -1,5 +1,5 @@
 /**
- * The published package: `npm run build`, `npm pack`, install the tarball into a fresh
+ * The published package: `npm pack` (which builds first), install the tarball into a fresh
  * project, then load it as ESM and as CommonJS (and type-check both entry points) the way a
  * user would, and talk to a real server through each build.
  */
@@ -48,8 +48,7 @@ describe('the npm package', () => {
   beforeAll(async () => {
     tmp = mkdtempSync(path.join(os.tmpdir(), 'redis-ha-pool-pack-'));
     server = await startStandalone();
-    // Any type error anywhere in src/ fails the build, and with it this test.
-    await npm(['run', 'build'], ROOT);
+    // `npm pack` builds first (prepack): any type error anywhere in src/ fails the build, and with it this test.
     const pack = await npm(['pack', '--json', '--pack-destination', tmp], ROOT);
     const info = JSON.parse(pack.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
     packed = info[0]!;
