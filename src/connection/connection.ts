@@ -10,7 +10,7 @@ import { RespDecoder, type DecodedValue } from '../resp/decoder.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import { Fifo } from './queue.js';
 import type { Credentials } from './credentials.js';
-import type { ResolvedConnectionOptions } from './options.js';
+import { MAX_TIMER, type ResolvedConnectionOptions } from './options.js';
 import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
 import { scheduleFlush, type Flushable } from './flush-scheduler.js';
 import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
@@ -547,7 +547,9 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     if (this.timer !== undefined && at >= this.timerAt) return;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => this.onTimer(), Math.max(0, at - Date.now()));
+    // Node fires a delay above 2^31-1 ms after 1 ms (with a warning), and onTimer would re-arm
+    // at once: a deadline weeks away (a long BLPOP) spun the connection. Wake at the cap instead.
+    this.timer = setTimeout(() => this.onTimer(), Math.min(MAX_TIMER, Math.max(0, at - Date.now())));
   }
 
   /** One timer per connection serves every command deadline and the socket inactivity check. */

@@ -1,3 +1,4 @@
+import { MAX_TIMER } from '../connection/options.js';
 import { checkBoolean, checkKnown, checkNumber, checkObject } from '../options.js';
 import type { Durability } from '../connection/durability.js';
 import { checkDurability, type DurabilityOptions } from './durability.js';
@@ -45,7 +46,7 @@ export function checkCallOptions(o: CallOptions): void {
   checkObject('with(options)', o);
   checkKnown('with', o, ['signal', 'timeout', 'returnBuffers', 'idempotent', 'cache', 'durability']);
   checkBoolean('with.cache', o.cache);
-  checkNumber('with.timeout', o.timeout);
+  checkNumber('with.timeout', o.timeout, { max: MAX_TIMER });
   checkBoolean('with.returnBuffers', o.returnBuffers);
   checkBoolean('with.idempotent', o.idempotent);
   checkDurability('with.durability', o.durability, true);

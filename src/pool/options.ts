@@ -1,3 +1,4 @@
+import { MAX_TIMER } from '../connection/options.js';
 import { checkBoolean, checkKnown, checkNumber, checkObject } from '../options.js';
 import type { BackoffOptions } from './backoff.js';
 
@@ -52,15 +53,15 @@ export function resolvePoolOptions(o: PoolOptions | undefined): ResolvedPoolOpti
   o ??= {};
   checkNumber('pool.min', o.min);
   checkNumber('pool.max', o.max, { min: 1 });
-  checkNumber('pool.acquireTimeoutMillis', o.acquireTimeoutMillis, { min: 1 });
-  checkNumber('pool.idleTimeoutMillis', o.idleTimeoutMillis);
-  checkNumber('pool.evictionRunIntervalMillis', o.evictionRunIntervalMillis);
+  checkNumber('pool.acquireTimeoutMillis', o.acquireTimeoutMillis, { min: 1, max: MAX_TIMER });
+  checkNumber('pool.idleTimeoutMillis', o.idleTimeoutMillis, { max: MAX_TIMER });
+  checkNumber('pool.evictionRunIntervalMillis', o.evictionRunIntervalMillis, { max: MAX_TIMER });
   checkBoolean('pool.testOnBorrow', o.testOnBorrow);
   checkNumber('pool.lanes', o.lanes, { min: 1, max: 64 });
   checkObject('pool.reconnect', o.reconnect);
   checkKnown('pool.reconnect', o.reconnect, ['initialDelay', 'maxDelay']);
-  checkNumber('pool.reconnect.initialDelay', o.reconnect?.initialDelay, { min: 1 });
-  checkNumber('pool.reconnect.maxDelay', o.reconnect?.maxDelay, { min: 1 });
+  checkNumber('pool.reconnect.initialDelay', o.reconnect?.initialDelay, { min: 1, max: MAX_TIMER });
+  checkNumber('pool.reconnect.maxDelay', o.reconnect?.maxDelay, { min: 1, max: MAX_TIMER });
   const r: ResolvedPoolOptions = {
     min: o.min ?? POOL_DEFAULTS.min,
     max: o.max ?? POOL_DEFAULTS.max,

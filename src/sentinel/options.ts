@@ -1,6 +1,6 @@
 import { parseAddress } from '../address.js';
 import { Auth } from '../connection/credentials.js';
-import { checkTlsOptions, CONNECTION_OPTION_NAMES, resolveConnectionOptions, resolveTls, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
+import { checkTlsOptions, CONNECTION_OPTION_NAMES, MAX_TIMER, resolveConnectionOptions, resolveTls, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
 import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf, checkString } from '../options.js';
 import type { BackoffOptions } from '../pool/backoff.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from '../pool/common-options.js';
@@ -107,18 +107,18 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   checkString('sentinelUsername', o.sentinelUsername);
   checkString('sentinelPassword', o.sentinelPassword, true);
   checkTlsOptions('sentinelTls', o.sentinelTls);
-  checkNumber('sentinelTimeout', o.sentinelTimeout, { min: 1 });
+  checkNumber('sentinelTimeout', o.sentinelTimeout, { min: 1, max: MAX_TIMER });
   checkObject('resubscribe', o.resubscribe);
   checkKnown('resubscribe', o.resubscribe, ['initialDelay', 'maxDelay']);
-  checkNumber('resubscribe.initialDelay', o.resubscribe?.initialDelay, { min: 1 });
-  checkNumber('resubscribe.maxDelay', o.resubscribe?.maxDelay, { min: 1 });
-  checkNumber('pollInterval', o.pollInterval);
-  checkNumber('sentinelPollInterval', o.sentinelPollInterval, { min: 1 });
+  checkNumber('resubscribe.initialDelay', o.resubscribe?.initialDelay, { min: 1, max: MAX_TIMER });
+  checkNumber('resubscribe.maxDelay', o.resubscribe?.maxDelay, { min: 1, max: MAX_TIMER });
+  checkNumber('pollInterval', o.pollInterval, { max: MAX_TIMER });
+  checkNumber('sentinelPollInterval', o.sentinelPollInterval, { min: 1, max: MAX_TIMER });
   checkNumber('maxQueued', o.maxQueued);
-  checkNumber('queueTimeout', o.queueTimeout, { min: 1 });
-  checkNumber('fenceTimeout', o.fenceTimeout, { min: 1 });
-  checkNumber('discoveryTimeout', o.discoveryTimeout);
-  checkNumber('promotionCheckInterval', o.promotionCheckInterval);
+  checkNumber('queueTimeout', o.queueTimeout, { min: 1, max: MAX_TIMER });
+  checkNumber('fenceTimeout', o.fenceTimeout, { min: 1, max: MAX_TIMER });
+  checkNumber('discoveryTimeout', o.discoveryTimeout, { max: MAX_TIMER });
+  checkNumber('promotionCheckInterval', o.promotionCheckInterval, { max: MAX_TIMER });
   checkBoolean('sentinelTls', typeof o.sentinelTls === 'boolean' ? o.sentinelTls : undefined);
   const data = resolveConnectionOptions(o);
   if ((o.resubscribe?.initialDelay ?? 100) > (o.resubscribe?.maxDelay ?? 5000)) {

@@ -299,3 +299,27 @@ describe('no deadline', () => {
     }
   });
 });
+
+describe('far deadlines', () => {
+  it('a blocking call weeks long (beyond a 2^31-1 ms timer) does not spin its connection timer', async () => {
+    const p = await pool();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => { if (w.name === 'TimeoutOverflowWarning') warnings.push(w.message); };
+    process.on('warning', onWarning);
+    try {
+      const got = await p.use(async (lease) => {
+        const popped = lease.blpop('far:q', 3e6); // 34 days
+        await lease.with({ timeout: 200 }).get('far:k').catch(() => undefined);
+        // The timer, re-armed by that call, would fire every millisecond from here (Node's cap).
+        const until = Date.now() + 500;
+        await waitFor(() => Date.now() >= until, 'half a second to pass', 5000, 50);
+        await p.lpush('far:q', 'x');
+        return { popped: await popped };
+      });
+      expect(got.popped).toEqual(['far:q', 'x']);
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
