@@ -41,6 +41,13 @@ export interface ResolvedCall {
   durable?: Durability | undefined;
 }
 
+/** Validates the options of `use(fn, options)`: only `key` (a typo would lease a node by chance). */
+export function checkUseOptions(o: unknown): void {
+  if (o === undefined) return;
+  checkObject('use(fn, options)', o);
+  checkKnown('use', o as Record<string, unknown>, ['key']);
+}
+
 /** Validates per-call options. */
 export function checkCallOptions(o: CallOptions): void {
   checkObject('with(options)', o);

@@ -10,7 +10,7 @@ import { bindScript, defineScript, type Script, type ScriptOptions, type Scripti
 import { sendTraced } from '../diagnostics.js';
 import { PoolClosedError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
-import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
+import { checkCallOptions, checkUseOptions, type CallOptions, type ResolvedCall } from './call-options.js';
 import { YIELD, type ClientCache } from '../cache/client-cache.js';
 import { effectiveDurability, isDurableWrite, type Durability, type DurabilityCounters } from './durability.js';
 import { Batch, batchSendOptions, runBatchOn } from './batch.js';
@@ -342,6 +342,11 @@ export class CommandView<S extends string | Buffer = string> extends Runner<S> {
   }
   /** Exclusive borrow, with this view's options applied to the lease's commands. */
   use<T>(fn: (lease: Lease<S>) => Promise<T>, options?: { key?: Arg }): Promise<T> {
+    try {
+      checkUseOptions(options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return useLease(this.dispatcher, fn as (lease: Lease) => Promise<T>, options?.key, this.callOptions, this.open, this.keyPrefix);
   }
 }
@@ -402,6 +407,11 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
    * In a cluster, `{ key }` picks the node that owns the key.
    */
   use<T>(fn: (lease: Lease) => Promise<T>, options?: { key?: Arg }): Promise<T> {
+    try {
+      checkUseOptions(options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return useLease(this.dispatcher, fn, options?.key, undefined, () => this.ensureOpen(), this.keyPrefix);
   }
 

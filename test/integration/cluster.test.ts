@@ -126,6 +126,8 @@ describe('ClusterPool: routing', () => {
       expect((err as Error).message).toMatch(/scanIterator\(\)/);
     }
     const onLease = await pool.use(async (lease) => lease.scan('0', { match: k('*'), count: 1000 }), { key: k('s') });
+    // A typo in the lease's options is refused, not a lease of whichever node.
+    await expect(pool.use(async () => 1, { kye: k('s') } as never)).rejects.toThrow(/Unknown option use\.kye/);
     expect(typeof onLease[0]).toBe('string');
     expect(onLease[1]).toContain(k('s'));
     // Every key landed on the node that owns its slot.

@@ -1,9 +1,9 @@
 /**
- * Every time option fits a Node timer (at most 2^31-1 ms): a larger one would fire after 1 ms
+ * Limits of options: every time option fits a Node timer (at most 2^31-1 ms): a larger one would fire after 1 ms
  * (Node's TimeoutOverflowWarning) and turn a long wait into a spin or an immediate timeout.
  */
 import { describe, expect, it } from 'vitest';
-import { checkCallOptions } from '../../src/pool/call-options.js';
+import { checkCallOptions, checkUseOptions } from '../../src/pool/call-options.js';
 import { resolvePoolOptions } from '../../src/pool/options.js';
 import { resolveSentinelOptions } from '../../src/sentinel/options.js';
 
@@ -37,5 +37,20 @@ describe('time options beyond a timer are a TypeError naming the option', () => 
   it('with({ timeout })', () => {
     expect(() => checkCallOptions({ timeout: TOO_LONG })).toThrow(/with\.timeout/);
     expect(() => checkCallOptions({ timeout: LONGEST })).not.toThrow();
+  });
+});
+
+describe('use(fn, options)', () => {
+  it.each([
+    [{ kye: 'x' }, /Unknown option use\.kye; known options are: key/],
+    ['x', /use\(fn, options\)/],
+    [null, /use\(fn, options\)/],
+  ])('refuses %j', (options, message) => {
+    expect(() => checkUseOptions(options)).toThrow(TypeError);
+    expect(() => checkUseOptions(options)).toThrow(message);
+  });
+  it('takes { key } or nothing', () => {
+    expect(() => checkUseOptions(undefined)).not.toThrow();
+    expect(() => checkUseOptions({ key: 'k' })).not.toThrow();
   });
 });
