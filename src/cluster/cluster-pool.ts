@@ -7,6 +7,7 @@ import type { NodePool, NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
 import type { DurabilityStats } from '../pool/durability.js';
 import { BasePool, resolveCall, type Dispatcher, type PoolEvents } from '../pool/surface.js';
+import { laneWithin } from '../pool/lane-dispatcher.js';
 import type { Address, NodeAddress } from '../types.js';
 import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
 import { resolveClusterOptions, type ClusterOptions, type ResolvedClusterOptions } from './options.js';
@@ -259,7 +260,11 @@ export class ClusterPool extends BasePool<ClusterEvents> {
     const master = this.topology.map.masters({ withSlots: true })[0];
     if (!master) return;
     try {
-      const reply = await this.dispatcher.sendTo(master, ['COMMAND'], resolveCall(this.dispatcher, { timeout: Math.max(this.o.refreshTimeout, 5000) }, undefined));
+      // The pool's own request: sent on the lane directly, so it is not traced as the
+      // application's. The reply is large (~200 KB): the command deadline, not the refresh one.
+      const call = resolveCall(this.dispatcher, { timeout: Math.max(this.o.refreshTimeout, this.o.data.commandTimeout) }, undefined);
+      const lane = await laneWithin(this.topology.pool(master), call, ['COMMAND'], false);
+      const reply = await lane.send(['COMMAND'], { deadline: call.deadline });
       this.registry.load(reply);
     } catch (err) {
       const e = new Error(`COMMAND failed on ${master.key}; using the built-in command table (redis ${BUILTIN_TABLE_VERSION}): ${(err as Error).message}`, { cause: err });

@@ -258,6 +258,19 @@ describe('Cluster', () => {
     return { from: source.address, to: target.address };
   }
 
+  it("does not trace the pool's own start-up requests (COMMAND, CLUSTER SHARDS)", async () => {
+    const r = record();
+    const own = await ClusterPool.create(topo.seeds, { refresh: { interval: 0 } });
+    try {
+      expect(own.stats().liveCommandTable).toBe(true);
+      expect(r.started().map((c) => c.command)).toEqual([]);
+      await own.set('diag:own', 'x');
+      expect(r.started().map((c) => c.command)).toEqual(['SET']);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('traces a pipeline across nodes: every entry, batchSize per node write', async () => {
     await waitFor(async () => {
       await pool.refresh();
