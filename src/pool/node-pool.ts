@@ -544,7 +544,9 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       new Promise<void>((r) => { timer = setTimeout(r, timeoutMs); }),
     ]);
     clearTimeout(timer);
-    for (const conn of [...this.all]) conn.destroy(why);
+    // An idle connection is closed on purpose (its close event has no error); one still lent out
+    // or with commands in flight past closeTimeout gets the reason its callers will see.
+    for (const conn of [...this.all]) conn.destroy(conn.pending > 0 || this.borrowed.has(conn) ? why : undefined);
     for (const s of this.lanes) s.conn = undefined;
     await this.pool.clear().catch(() => {});
   }

@@ -522,6 +522,8 @@ describe('close()', () => {
     await p.use((lease) => lease.call('PING')); // an idle exclusive connection too
     expect(await countClients(shared, name)).toBeGreaterThanOrEqual(2);
 
+    const closes: Array<Error | undefined> = [];
+    p.on('close', (i) => closes.push(i.error));
     const slow = p.call('DEBUG', 'SLEEP', '0.3');
     const reads = Array.from({ length: 20 }, () => p.get('close:k'));
     await flushed();
@@ -530,6 +532,9 @@ describe('close()', () => {
     expect(await slow).toBe('OK');
     expect(await Promise.all(reads)).toEqual(Array(20).fill('v'));
     await closing;
+    // The lanes and the idle exclusive connection were closed on purpose: no error in the events.
+    expect(closes.length).toBeGreaterThanOrEqual(2);
+    expect(closes.map((e) => e && String(e))).toEqual(closes.map(() => undefined));
 
     await expect(p.get('close:k')).rejects.toBeInstanceOf(PoolClosedError);
     await expect(p.call('PING')).rejects.toBeInstanceOf(PoolClosedError);
