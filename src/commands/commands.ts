@@ -219,7 +219,15 @@ export interface Commands<S extends string | Buffer = string, B = never> {
   scard(key: Arg): HelperReturn<B, number>;
   /** SISMEMBER as a boolean. */
   sismember(key: Arg, member: Arg): HelperReturn<B, boolean>;
-  /** ZADD key [NX|XX|GT|LT|CH|INCR …] score member [score member …], or ZADD key { member: score } / Map. */
+  /** ZADD key INCR increment member: the member's new score (a number under both protocols). */
+  zadd(key: Arg, incr: 'INCR', increment: number | string, member: Arg): HelperReturn<B, number>;
+  /** ZADD key NX|XX|GT|LT INCR increment member: the new score, or null when the condition stopped it. */
+  zadd(key: Arg, condition: 'NX' | 'XX' | 'GT' | 'LT', incr: 'INCR', increment: number | string, member: Arg): HelperReturn<B, number | null>;
+  /**
+   * ZADD key [NX|XX|GT|LT|CH …] score member [score member …], or ZADD key { member: score } / Map:
+   * how many members were added (changed, with CH). With INCR (any other spelling) the reply is the
+   * new score or null, so prefer the two forms above or `zincrby`.
+   */
   zadd(key: Arg, ...scoreMembers: [record: Record<string, number | string> | Map<Arg, number | string>] | ArgList): HelperReturn<B, number>;
   /** ZRANGE; WITHSCORES gives the flat [member, score, …] shape (scores as text) under both protocols. */
   zrange(key: Arg, start: Arg, stop: Arg, options: ZRangeOptions & { WITHSCORES: true }): HelperReturn<B, Array<S | string>>;

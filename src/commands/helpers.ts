@@ -228,19 +228,24 @@ const TABLE = {
   zadd: (a) => {
     atLeast('zadd', a, 2);
     const args: Arg[] = ['ZADD', key('zadd', a[0])];
+    let incr = false;
     if (a.length === 2 && isRecord(a[1])) {
       const entries = a[1] instanceof Map ? [...a[1].entries()] : Object.entries(a[1]);
       for (const [m, s] of entries) args.push(numeric('zadd', 'every score', s), arg('zadd', 'every member', m));
     } else {
       const rest = list('zadd', 'score or member', a.slice(1));
       let i = 0;
-      while (i < rest.length && ['NX', 'XX', 'GT', 'LT', 'CH', 'INCR'].includes(token(rest[i]) ?? '')) args.push(rest[i++]!);
+      while (i < rest.length && ['NX', 'XX', 'GT', 'LT', 'CH', 'INCR'].includes(token(rest[i]) ?? '')) {
+        if (token(rest[i]) === 'INCR') incr = true;
+        args.push(rest[i++]!);
+      }
       const scored = rest.slice(i);
       if (scored.length % 2 !== 0) throw usageError('zadd', `got ${scored.length} score/member arguments; they must come in pairs`);
       for (let j = 0; j < scored.length; j += 2) args.push(numeric('zadd', 'every score', scored[j]), scored[j + 1]!);
     }
     if (args.length < 4) throw usageError('zadd', 'needs at least one score and member');
-    return { args };
+    // With INCR the reply is the new score (text under RESP2, a double under RESP3) or null.
+    return incr ? { args, transform: toNumberOrNull } : { args };
   },
   zrange: (a) => {
     atLeast('zrange', a, 3);

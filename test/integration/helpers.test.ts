@@ -136,6 +136,14 @@ describe.each(PROTOCOLS)('protocol %i', (protocol) => {
     it('sorted sets: zincrby, zrem, zcard, zrangebyscore, zrange BYSCORE with LIMIT', async () => {
       await p.zadd(k('zz'), { a: 1, b: 2, c: 3, d: 4 });
       expect(await p.zincrby(k('zz'), 0.5, 'a')).toBe(1.5);
+      // ZADD … INCR answers the new score: a number under both protocols, null when NX stopped it.
+      const incremented: number = await p.zadd(k('zi'), 'INCR', 2, 'm');
+      expect(incremented).toBe(2);
+      expect(await p.zadd(k('zi'), 'INCR', '1.5', 'm')).toBe(3.5);
+      const stopped: number | null = await p.zadd(k('zi'), 'NX', 'INCR', 1, 'm');
+      expect(stopped).toBeNull();
+      // A member named INCR is a member, not the option: the reply is the count added.
+      expect(await p.zadd(k('zi'), 1, 'INCR')).toBe(1);
       expect(await p.zrem(k('zz'), ['d', 'nope'])).toBe(1);
       expect(await p.zcard(k('zz'))).toBe(3);
       expect(await p.zrangebyscore(k('zz'), '(1.5', '+inf')).toEqual(['b', 'c']);
