@@ -58,7 +58,7 @@ export function instrumentRedisHaPool(tracer: Tracer, meter: Meter): () => void 
 
   // Per traced command: its span and start time, kept on the side (the context object is the library's).
   const inFlight = new WeakMap<CommandTraceContext, { span: Span; started: number; attributes: Attributes }>();
-  const commands = dc.tracingChannel<object, CommandTraceContext>(DIAGNOSTICS_CHANNELS.command);
+  const commands = dc.tracingChannel<CommandTraceContext, CommandTraceContext>(DIAGNOSTICS_CHANNELS.command);
   const handlers = {
     start(ctx: CommandTraceContext) {
       const attributes: Attributes = {

@@ -123,7 +123,7 @@ export function waitOutcome(reply: Reply | Error, required: number): WaitOutcome
 /** What a DurabilityError says for a short WAIT: what happened, where, and what to do. */
 export function shortMessage(command: string, label: string, replicas: number, required: number, timeout: number): string {
   const advice = replicas === 0
-    ? 'Does this master have replicas that are linked (INFO replication: connected_slaves)? Without them durability.replicas cannot be met'
+    ? "Check that this master has linked replicas (INFO replication: connected_slaves) that keep up: a replica that is linked but stalled confirms nothing either. Without them durability.replicas cannot be met"
     : "Check the replicas' links and lag (INFO replication), or lower durability.replicas / raise durability.timeout";
   return `${command} ran on ${label}, but only ${replicas} of ${required} replicas confirmed it within ${timeout} ms (WAIT); it is on the master only, ` +
     `would be lost if that master failed now, and was not re-sent. ${advice}.`;
