@@ -7,6 +7,7 @@ import type { Credentials } from '../connection/credentials.js';
 import type { ResolvedConnectionOptions } from '../connection/options.js';
 import { acquireInfo, acquireTraced, noteConnection, publishAcquire, publishClose, publishConnect, type PoolMode } from '../diagnostics.js';
 import { AuthenticationError, ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
+import { clause } from '../connection/handshake.js';
 import { formatAddress, type Arg, type NodeAddress } from '../types.js';
 import { backoffDelay, sleep } from './backoff.js';
 import type { ResolvedPoolOptions } from './options.js';
@@ -340,9 +341,13 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   /** No exclusive connection within `within`: says why (connects failing, or all lent out). */
   private noConnection(within: string, waitError: unknown): TimeoutError {
     const failing = this.lastCreateError !== undefined && this.failures > 0;
+    // Not every connection lent out: the wait was for one being opened (a node slow to answer).
+    const opening = this.borrowed.size < this.poolOpts.max;
+    const why = failing
+      ? `; the last connection attempt failed: ${clause(this.lastCreateError!.message)}`
+      : opening ? `; a connection was still being opened (${this.borrowed.size} of pool.max ${this.poolOpts.max} lent out): the node is slow to answer or unreachable` : '; raise pool.max or release leases sooner';
     return new TimeoutError(
-      `No connection to ${formatAddress(this.current)} became free within ${within}` +
-        (failing ? `; the last connection attempt failed: ${this.lastCreateError!.message}` : '; raise pool.max or release leases sooner') + '.',
+      `No connection to ${formatAddress(this.current)} became free within ${within}${why}.`,
       { cause: failing ? this.lastCreateError : waitError, address: this.current },
     );
   }

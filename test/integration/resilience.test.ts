@@ -323,3 +323,15 @@ describe('far deadlines', () => {
     }
   });
 });
+
+describe('exclusive connections to a stalled server', () => {
+  it('a wait cut by the deadline says a connection was still being opened, not to raise pool.max', async () => {
+    const p = await pool({ commandTimeout: 1000 });
+    topo.server.pause();
+    const err = await p.blpop('stall:q', 1).catch((e: unknown) => e);
+    topo.server.resume();
+    expect(err).toBeInstanceOf(TimeoutError);
+    expect((err as Error).message).toMatch(/became free within the call's deadline; a connection was still being opened \(0 of pool\.max \d+ lent out\)/);
+    expect((err as Error).message).not.toMatch(/\.\.$/);
+  });
+});
