@@ -8,7 +8,7 @@ import { scanKeys } from '../commands/scan-iterators.js';
 import type { ScanIterators } from '../commands/commands.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import type { Scripting } from '../commands/script.js';
-import { blockingSeconds } from '../commands/blocking.js';
+import { blockingSeconds, commandKind } from '../commands/blocking.js';
 import { sendTraced } from '../diagnostics.js';
 import { PoolClosedError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
@@ -37,8 +37,12 @@ function track(state: LeaseState, args: readonly Arg[]): void {
     case 'UNWATCH': state.watched = false; break;
     case 'MULTI': state.inMulti = true; break;
     case 'EXEC': case 'DISCARD': state.inMulti = false; state.watched = false; break;
-    case 'SELECT': case 'CLIENT': case 'HELLO': case 'AUTH': case 'RESET': case 'READONLY': case 'READWRITE': case 'SWAPDB':
+    case 'SELECT': case 'HELLO': case 'AUTH': case 'RESET': case 'READONLY': case 'READWRITE': case 'SWAPDB':
       state.dirty = true;
+      break;
+    case 'CLIENT':
+      // CLIENT ID, LIST, INFO … leave the connection as it was; REPLY, TRACKING, SETNAME … do not.
+      if (commandKind(args) === 'connection-state') state.dirty = true;
       break;
   }
 }
@@ -172,12 +176,19 @@ export class Lease<S extends string | Buffer = string> {
     return scanKeys((spec) => this.runSpec(spec), options, this.keyPrefix) as AsyncIterableIterator<S>;
   }
 
-  /** @internal Ends the lease: undoes a WATCH, or marks the connection unfit for reuse. */
-  end(): void {
+  /**
+   * @internal Ends the lease: undoes a WATCH, or marks the connection unfit for reuse. The
+   * UNWATCH is awaited before the connection goes back: with its reply still due, the pool
+   * would count the connection busy and close it instead of reusing it.
+   */
+  end(): Promise<void> | undefined {
     const st = this.state;
     st.released = true;
     if (st.dirty || st.inMulti) this.conn.dirty = true;
-    else if (st.watched && this.conn.ready) void this.conn.send(['UNWATCH']).catch(() => {});
+    else if (st.watched && this.conn.ready) {
+      return this.conn.send(['UNWATCH']).then(() => undefined, () => { this.conn.dirty = true; });
+    }
+    return undefined;
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
@@ -196,7 +207,8 @@ export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T
   try {
     return await fn(lease);
   } finally {
-    lease.end();
+    const undo = lease.end();
+    if (undo) await undo;
     h.release();
   }
 }

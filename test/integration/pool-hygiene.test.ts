@@ -109,13 +109,16 @@ describe('lanes', () => {
 describe('leases leave nothing behind', () => {
   it('a WATCH left by one use() does not abort the next transaction', async () => {
     const p = await pool(shared.url, { pool: { max: 1 } });
-    await p.use(async (lease) => {
+    const first = await p.use(async (lease) => {
       await lease.call('WATCH', 'hyg:bal');
+      return lease.call('CLIENT', 'ID');
     });
     await p.set('hyg:bal', '1'); // would abort a transaction on a connection still watching it
     const res = await p.multi().incr('hyg:other').exec();
     expect(res).not.toBeNull();
-    expect(p.stats().exclusive.size).toBe(1); // the connection was reused, not thrown away
+    expect(p.stats().exclusive.size).toBe(1);
+    // The same connection, unwatched, not closed and replaced by a new one.
+    expect(await p.use((lease) => lease.call('CLIENT', 'ID'))).toBe(first);
   });
 
   it('a SELECT inside use() does not change the database of the next borrower', async () => {
