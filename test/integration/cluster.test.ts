@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool, CrossSlotError, RedisError, keySlot } from '../../src/index.js';
-import { migrateSlot } from '../support/cluster-ops.js';
+import { finishMigration, migrateSlot } from '../support/cluster-ops.js';
 import { startCluster, waitFor, type ClusterTopology } from '../support/topology.js';
 
 let topo: ClusterTopology;
@@ -411,16 +411,7 @@ describe('ClusterPool: live slot migration under load', () => {
     // Keep the slot half-migrated until single-key commands flowed (ASK) and multi-key ones hit TRYAGAIN.
     await waitFor(() => ops > opsAtAsk + 100 || pool.stats().redirects.tryagain > 0, 'load to continue during the migration');
     // Move the rest (whatever the source still holds), then hand the slot over.
-    for (;;) {
-      const left = (await source.cli('CLUSTER', 'GETKEYSINSLOT', String(slot), '1000')).split('\n').filter(Boolean);
-      if (left.length === 0) break;
-      await source.cli('MIGRATE', target.host, String(target.port), '', '0', '5000', 'KEYS', ...left);
-    }
-    await target.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-    await source.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-    for (const m of await topo.masters()) {
-      if (m.port !== source.port && m.port !== target.port) await m.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
-    }
+    await finishMigration(topo, slot, source, target, targetId);
     await waitFor(() => moves > 0, 'a MOVED redirection');
     const opsAtMoved = ops;
     await waitFor(() => ops > opsAtMoved + 200, 'load to continue after the migration');

@@ -11,6 +11,14 @@ export async function migrateSlot(topo: ClusterTopology, slot: number, source: S
   const targetId = await target.cli('CLUSTER', 'MYID');
   await target.cli('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', sourceId);
   await source.cli('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', targetId);
+  await finishMigration(topo, slot, source, target, targetId);
+}
+
+/**
+ * The second half of a migration already IMPORTING/MIGRATING: MIGRATE whatever keys the source
+ * still holds, then SETSLOT NODE on the target, the source and every other master.
+ */
+export async function finishMigration(topo: ClusterTopology, slot: number, source: ServerHandle, target: ServerHandle, targetId: string): Promise<void> {
   for (;;) {
     const left = (await source.cli('CLUSTER', 'GETKEYSINSLOT', String(slot), '1000')).split('\n').filter(Boolean);
     if (left.length === 0) break;
