@@ -1,12 +1,9 @@
 /**
  * Locates `redis-server`, `redis-sentinel` and `redis-cli`: in `REDIS_BIN_DIR`
- * when set, otherwise on PATH. On a Debian/Ubuntu machine running as root the
- * missing packages are installed with apt-get (announced on stderr); anywhere
- * else a missing binary is an error that names the package to install.
+ * when set, otherwise on PATH. Installing missing ones is prepare.ts's job, done
+ * once before the test workers start (global-setup.ts).
  */
-import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import path from 'node:path';
+import { locateTool, missingTools, missingToolsMessage, prepareTestTools } from './prepare.js';
 
 export interface RedisBinaries {
   redisServer: string;
@@ -19,31 +16,8 @@ export interface RedisBinaries {
   setpriv: string | undefined;
 }
 
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string): string | undefined {
-  const dirs = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean);
-  for (const dir of dirs) {
-    const candidate = path.join(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return undefined;
-}
-
 function locate(name: string): string | undefined {
-  const binDir = process.env.REDIS_BIN_DIR;
-  if (binDir) {
-    const candidate = path.join(binDir, name);
-    return isExecutable(candidate) ? candidate : undefined;
-  }
-  return findOnPath(name);
+  return locateTool(name, process.env, true);
 }
 
 function resolveAll(): { found: RedisBinaries | undefined; missing: string[] } {
@@ -62,46 +36,33 @@ function resolveAll(): { found: RedisBinaries | undefined; missing: string[] } {
       sentinelCommand: [redisSentinel ?? redisServer],
       sentinelExtraArgs: redisSentinel ? [] : ['--sentinel'],
       redisCli,
-      setpriv: process.platform === 'linux' ? findOnPath('setpriv') : undefined,
+      setpriv: process.platform === 'linux' ? locateTool('setpriv', process.env, false) : undefined,
     },
     missing,
   };
 }
 
-const INSTALL_HINT =
-  'Install Redis 7 so that redis-server, redis-sentinel and redis-cli are on PATH (or set REDIS_BIN_DIR): ' +
-  'Debian/Ubuntu `sudo apt-get install -y redis-server redis-sentinel redis-tools`, ' +
-  'macOS `brew install redis`, Fedora/RHEL `sudo dnf install -y redis`. ' +
-  'Or run with REDIS_TOPOLOGY=containers where a Docker engine is available.';
-
-function aptInstall(): Promise<void> {
-  const script = 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-sentinel redis-tools';
-  process.stderr.write(`[redis-topology] Redis binaries missing; installing them: ${script}\n`);
-  return new Promise((resolve, reject) => {
-    // apt output goes to our stderr so the install is visible in the test log.
-    const child = spawn('sh', ['-c', script], { stdio: ['ignore', process.stderr, process.stderr] });
-    child.on('error', reject);
-    child.on('exit', (code, signal) =>
-      code === 0 ? resolve() : reject(new Error(`apt-get install failed (code ${code}, signal ${signal})`)),
-    );
-  });
-}
+const REDIS_TOOLS = ['redis-server', 'redis-sentinel', 'redis-cli'];
 
 let pending: Promise<RedisBinaries> | undefined;
 
-/** Finds (installing where allowed) the Redis binaries; memoised per process. */
+/**
+ * Finds the Redis binaries; memoised per process. Inside a vitest worker it never installs:
+ * the global setup (global-setup.ts) prepared them once before any worker started, so a
+ * binary missing here is an error naming the package. A script run outside the tests
+ * (`npm run topology`, the demos, the benches) prepares them itself, under the same lock.
+ */
 export function redisBinaries(): Promise<RedisBinaries> {
   pending ??= (async () => {
     const first = resolveAll();
     if (first.found) return first.found;
-    const canApt = existsSync('/etc/debian_version') && process.getuid?.() === 0 && !process.env.REDIS_BIN_DIR;
-    if (!canApt) {
-      throw new Error(`Missing Redis binaries: ${first.missing.join(', ')}. ${INSTALL_HINT}`);
+    if (process.env.VITEST) {
+      throw new Error(missingToolsMessage(missingTools(process.env, REDIS_TOOLS), 'the global setup (test/support/global-setup.ts) should have installed them before the tests started; is globalSetup missing from vitest.config.ts?'));
     }
-    await aptInstall();
+    await prepareTestTools({ only: REDIS_TOOLS });
     const second = resolveAll();
     if (second.found) return second.found;
-    throw new Error(`Still missing after apt-get install: ${second.missing.join(', ')}. ${INSTALL_HINT}`);
+    throw new Error(`Missing Redis binaries: ${second.missing.join(', ')}`);
   })();
   pending.catch(() => {
     pending = undefined; // let a later call retry (and report) instead of caching the failure forever
