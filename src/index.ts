@@ -7,6 +7,7 @@
 export { StandalonePool, type StandaloneOptions, type StandaloneStats, type CommonOptions } from './standalone.js';
 export { BasePool, Batch, CommandView, Lease, type BatchResult, type PoolEvents, type WithOverloads } from './pool/surface.js';
 export type { CallOptions } from './pool/call-options.js';
+export { DedicatedConnection, type DedicatedOptions } from './pool/dedicated.js';
 export type { PoolOptions } from './pool/options.js';
 export type { DurabilityOptions, DurabilityStats } from './pool/durability.js';
 export type { NodePoolStats } from './pool/node-pool.js';

@@ -147,6 +147,6 @@ export class ClusterDispatcher implements Dispatcher {
     }
     const pool = this.h.topology.pool(address);
     const conn = await pool.acquire(until);
-    return { conn, release: () => pool.release(conn) };
+    return { conn, release: () => pool.release(conn), detach: () => pool.detach(conn) };
   }
 }

@@ -156,6 +156,6 @@ export class LaneDispatcher implements Dispatcher {
 
   async lease(_key?: Arg, _args?: readonly Arg[], deadline = 0): Promise<LeaseHandle> {
     const conn = await this.node.acquire(deadline);
-    return { conn, release: () => this.node.release(conn) };
+    return { conn, release: () => this.node.release(conn), detach: () => this.node.detach(conn) };
   }
 }

@@ -66,6 +66,8 @@ export interface NodePoolStats {
     /** `pool.min`. */
     min: number;
   };
+  /** Connections handed out by `pool.dedicated()`, outside `pool.max` (open now). */
+  dedicated: number;
 }
 
 /**
@@ -85,6 +87,8 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   private rr = 0;
   private readonly all = new Set<Connection>();
   private readonly borrowed = new Set<Connection>();
+  /** Taken out of the exclusive pool by {@link detach}: the caller's own, outside `pool.max`. */
+  private readonly detached = new Set<Connection>();
   private failures = 0;
   private lastCreateError: Error | undefined;
   private closed = false;
@@ -108,7 +112,10 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     this.pool = genericPool.createPool<Connection>(
       {
         create: () => this.create(),
-        destroy: async (conn) => conn.destroy(),
+        // A detached connection leaves generic-pool through destroy() but lives on with its caller.
+        destroy: async (conn) => {
+          if (!this.detached.has(conn)) conn.destroy();
+        },
         // Must never reject (generic-pool leaves a rejected validation unhandled).
         validate: async (conn) => {
           // After close() anything goes to the waiters: acquire() destroys it and rejects.
@@ -370,6 +377,19 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   }
 
   /**
+   * Takes a borrowed connection out of the exclusive pool for good (`pool.dedicated()`): it
+   * stops counting against `pool.max` and is never lent again; the caller closes it. A swap
+   * (failover) or close() of this pool still closes it, as it does borrowed ones.
+   */
+  detach(conn: Connection): void {
+    if (!this.borrowed.delete(conn)) throw new Error('detach() needs a connection borrowed from this pool.');
+    this.detached.add(conn);
+    conn.dirty = true;
+    conn.once('close', () => this.detached.delete(conn));
+    void this.pool.destroy(conn).catch(() => {});
+  }
+
+  /**
    * Returns a borrowed connection; a broken, dirty or old-generation one is destroyed instead.
    * One lent out during a reauthenticate() logs in again first: never in the middle of the
    * user's commands (perhaps a MULTI), always before the next borrower's.
@@ -408,6 +428,8 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     // No await between the check and send(): a connection lent out meanwhile is not touched.
     for (const conn of this.all) {
       if (this.borrowed.has(conn) || !conn.ready || conn.authEpoch >= epoch) continue;
+      // A dedicated connection busy with a blocking command would hold AUTH until it returns.
+      if (this.detached.has(conn) && conn.pending > 0) continue;
       if (conn.subscribedResp2) {
         // RESP2 refuses AUTH in subscribed mode: the pub/sub hub resubscribes on a new connection,
         // which logs in with the fresh credentials.
@@ -465,11 +487,12 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     }
     for (const conn of this.all) {
       if (this.isLane(conn)) continue;
-      if (!this.borrowed.has(conn)) conn.destroy();
+      if (!this.borrowed.has(conn) && !this.detached.has(conn)) conn.destroy();
       // A lease with commands in flight is cut: a reply the old node sends after the switch (a
       // paused master resuming) would acknowledge a write the demoted node is about to lose, so
       // those commands end as UncertainWriteError instead. A subscriber there would listen to the
-      // old node forever: it is closed too. An idle lease takes no new command (not sent).
+      // old node forever: it is closed too, and so is a dedicated connection (dirty: its owner
+      // opens the next one at the new target). An idle lease takes no new command (not sent).
       else if (conn.dirty || conn.pending > 0) conn.destroy(why);
       else conn.retire(why);
     }
@@ -520,6 +543,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       generation: this.gen,
       lanes: { connected, total: this.lanes.length, pending },
       exclusive: { size: this.pool.size, available: this.pool.available, borrowed: this.pool.borrowed, waiting: this.pool.pending, max: this.pool.max, min: this.pool.min },
+      dedicated: this.detached.size,
     };
   }
 
@@ -541,6 +565,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     // A blocking command may wait for minutes: it is cut off now rather than after closeTimeout.
     const why = new PoolClosedError();
     for (const conn of this.borrowed) if (conn.isBlocked) conn.destroy(why);
+    for (const conn of this.detached) if (conn.isBlocked) conn.destroy(why);
     const waitLanes = Promise.all(this.lanes.map((s) => (s.conn ? s.conn.close(timeoutMs) : undefined)));
     const drain = this.pool.drain().catch(() => {});
     let timer: NodeJS.Timeout | undefined;

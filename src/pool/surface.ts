@@ -15,6 +15,7 @@ import { YIELD, type ClientCache } from '../cache/client-cache.js';
 import { effectiveDurability, isDurableWrite, type Durability, type DurabilityCounters } from './durability.js';
 import { Batch, batchSendOptions, runBatchOn } from './batch.js';
 import { Lease, useLease } from './lease.js';
+import { checkDedicatedOptions, DedicatedConnection, type DedicatedOptions } from './dedicated.js';
 
 /** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
 export type BatchResult = Array<Reply | Error>;
@@ -49,6 +50,11 @@ export interface PoolEvents {
 export interface LeaseHandle {
   conn: Connection;
   release(): void;
+  /**
+   * Takes the connection out of the exclusive pool for good instead of releasing it (for
+   * `pool.dedicated()`); its holder closes it. Absent where a mode cannot offer it.
+   */
+  detach?(): void;
 }
 
 /** How a mode runs commands. Pools, views and batches are thin layers over this. */
@@ -421,6 +427,20 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
    */
   scanIterator(options?: ScanOptions): AsyncIterableIterator<string> {
     return Runner.prototype.scanIterator.call(this as unknown as Runner, options);
+  }
+
+  /**
+   * A connection of your own, outside `pool.max`, for a client that holds a named connection
+   * or blocks for long (a queue worker): `const d = pool.dedicated({ clientName: 'worker-1' });
+   * await d.call('BZPOPMIN', 'jobs', 5); await d.close()`. It goes where the pool sends
+   * commands (the current master; in a cluster the master of `key`'s slot), sets `clientName`
+   * on every connection it opens, follows failovers by opening a new connection on the next
+   * call, and closes with the pool. See {@link DedicatedConnection}. Not available with
+   * Sentinel `role: 'replica'`.
+   */
+  dedicated(options?: DedicatedOptions): DedicatedConnection {
+    checkDedicatedOptions(options);
+    return new DedicatedConnection(this.dispatcher, () => this.ensureOpen(), this.keyPrefix, options);
   }
 
 
