@@ -12,7 +12,7 @@ import type { Address, NodeAddress } from './types.js';
 import { PubSubHub, type PubSubStats } from './pubsub/hub.js';
 import { ClientCache, type CacheStats } from './cache/client-cache.js';
 import { resolveCacheOptions, trackingCommand, type ResolvedCacheOptions } from './cache/options.js';
-import { installPubSub, type PubSubMethods } from './pubsub/methods.js';
+import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from './pubsub/methods.js';
 
 /** Options of {@link StandalonePool.create}. */
 export interface StandaloneOptions extends ConnectionOptions, CommonOptions {}
@@ -123,5 +123,5 @@ export class StandalonePool extends BasePool<PoolEvents> {
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface StandalonePool extends PubSubMethods {}
-installPubSub(StandalonePool.prototype, false);
+export interface StandalonePool extends PubSubMethods, ShardedPubSubMethods {}
+installPubSub(StandalonePool.prototype);

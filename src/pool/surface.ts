@@ -375,10 +375,12 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
     if (this.closed) throw new PoolClosedError();
   }
 
-  /** Sends any command over the multiplexed lane (blocking commands take an exclusive connection). */
-  call<T = Reply>(command: string, ...args: Arg[]): Promise<T> {
-    return this.runSpec({ args: [command, ...args] }) as Promise<T>;
-  }
+  /**
+   * Sends any command over the multiplexed lane (blocking commands take an exclusive connection).
+   * Bound to its pool, so it works detached: `const send = pool.call; await send('PING')`, or
+   * `sendCommand: pool.call` for libraries that take a send function (rate-limit-redis).
+   */
+  call = <T = Reply>(command: string, ...args: Arg[]): Promise<T> => this.runSpec({ args: [command, ...args] }) as Promise<T>;
 
   /** @internal */
   runSpec(spec: CommandSpec): Promise<unknown> {

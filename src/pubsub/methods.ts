@@ -1,6 +1,7 @@
 import { checkSubscribeInput, type SubscriptionKind, type SubscriptionOptions } from './frames.js';
 import type { PubSubHub } from './hub.js';
 import type { Listener, Subscription } from './subscription.js';
+import type { Arg } from '../types.js';
 
 /** Pool-level pub/sub of every mode. */
 export interface PubSubMethods {
@@ -24,17 +25,30 @@ export interface PubSubMethods {
   psubscribe(patterns: string | string[], listener?: Listener, options?: SubscriptionOptions): Promise<Subscription>;
 }
 
-/** Sharded pub/sub, ClusterPool only. */
+/**
+ * Sharded pub/sub (Redis 7), in every mode. In a cluster each sharded channel lives on the
+ * master owning its slot; a standalone server or a Sentinel-managed master holds them all, so
+ * `ssubscribe`/`spublish` work there too (libraries written for a cluster, such as the
+ * Socket.IO sharded adapter, run unchanged on one server).
+ */
 export interface ShardedPubSubMethods {
   /**
-   * Subscribes to sharded channels (`SSUBSCRIBE`, Redis 7): each channel lives on the master
-   * owning its slot, and the subscription follows it through failovers and slot migrations.
+   * Subscribes to sharded channels (`SSUBSCRIBE`, Redis 7). In a cluster each channel lives on
+   * the master owning its slot, and the subscription follows it through failovers and slot
+   * migrations; on a standalone or Sentinel pool it lives where `subscribe()` does and is
+   * subscribed again after a dropped connection or a failover in the same way.
    */
   ssubscribe(channels: string | string[], listener: Listener<Buffer> | undefined, options: SubscriptionOptions & { returnBuffers: true }): Promise<Subscription<Buffer>>;
   /** Messages as strings (the default). */
   ssubscribe(channels: string | string[], listener?: Listener<string>, options?: SubscriptionOptions & { returnBuffers?: false }): Promise<Subscription<string>>;
   /** `returnBuffers` known only at run time: strings or Buffers. */
   ssubscribe(channels: string | string[], listener?: Listener, options?: SubscriptionOptions): Promise<Subscription>;
+  /**
+   * Publishes to a sharded channel (`SPUBLISH`, Redis 7): in a cluster on the master owning
+   * the channel's slot, otherwise on the pool's server (the master, with Sentinel). Resolves
+   * with the number of sharded subscribers that received it on that node.
+   */
+  spublish(channel: string, message: Arg): Promise<number>;
 }
 
 interface HubOwner {
@@ -58,24 +72,32 @@ function open(owner: HubOwner, method: string, kind: SubscriptionKind, names: un
   return hub.add(kind, checked.names, listener as Listener | undefined, checked.options);
 }
 
-/** Adds subscribe/psubscribe (and, with `sharded`, ssubscribe) to a pool class whose instances have `pubsubHub()`. */
-export function installPubSub(proto: object, sharded: boolean): void {
-  const methods: Record<string, (this: HubOwner, names: unknown, listener?: unknown, options?: unknown) => Promise<Subscription>> = {
-    subscribe(names, listener, options) {
+interface Caller {
+  call<T>(command: string, ...args: Arg[]): Promise<T>;
+}
+
+/**
+ * Adds subscribe/psubscribe/ssubscribe and spublish to a pool class whose instances have
+ * `pubsubHub()` and `call()`. A class that defines its own `spublish` keeps it. `_sharded` is
+ * ignored (every mode has sharded pub/sub now); it stays until every caller stops passing it.
+ */
+export function installPubSub(proto: object, _sharded?: boolean): void {
+  const methods: Record<string, (this: HubOwner & Caller, ...a: never[]) => Promise<unknown>> = {
+    subscribe(names: unknown, listener?: unknown, options?: unknown) {
       return open(this, 'subscribe', 'channel', names, listener, options);
     },
-    psubscribe(names, listener, options) {
+    psubscribe(names: unknown, listener?: unknown, options?: unknown) {
       return open(this, 'psubscribe', 'pattern', names, listener, options);
     },
-    ssubscribe: sharded
-      ? function (this: HubOwner, names, listener, options) {
-        return open(this, 'ssubscribe', 'shard', names, listener, options);
-      }
-      : function () {
-        // Not in the type of a non-cluster pool; a JavaScript caller gets told why.
-        return Promise.reject(new TypeError('ssubscribe (sharded pub/sub) is for ClusterPool; use subscribe() on a standalone or Sentinel pool.'));
-      },
+    ssubscribe(names: unknown, listener?: unknown, options?: unknown) {
+      return open(this, 'ssubscribe', 'shard', names, listener, options);
+    },
   };
+  if (!Object.prototype.hasOwnProperty.call(proto, 'spublish')) {
+    methods.spublish = function (this: Caller, channel: string, message: Arg) {
+      return this.call<number>('SPUBLISH', channel, message);
+    };
+  }
   for (const [name, fn] of Object.entries(methods)) {
     Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true, enumerable: false });
   }

@@ -152,13 +152,15 @@ export class Subscription<M extends string | Buffer = string | Buffer> extends E
    */
   async unsubscribe(...names: string[]): Promise<void> {
     if (this.#closed) throw new PoolClosedError('This subscription is closed; subscribe again for new messages.');
-    const gone = names.length === 0 ? [...this.#names] : names.filter((n) => this.#names.has(n));
-    for (const n of gone) this.#names.delete(n);
-    if (this.#names.size === 0) {
+    const gone = new Set(names.length === 0 ? this.#names : names.filter((n) => this.#names.has(n)));
+    // The last names go through close(), which hands the hub every name still held: removed
+    // here first, they would stay subscribed on the server with no subscription to deliver to.
+    if (gone.size === this.#names.size) {
       await this.close();
       return;
     }
-    await this.#host.remove(this, gone);
+    for (const n of gone) this.#names.delete(n);
+    await this.#host.remove(this, [...gone]);
   }
 
   /** Stops every name and ends the iterator (messages already held are still read). */
