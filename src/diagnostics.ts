@@ -102,10 +102,14 @@ export interface FailoverDiagnostic {
   from: NodeAddress;
   /** The new master. */
   to: NodeAddress;
-  /** What noticed the switch: `'pubsub'`, `'poll'`, `'readonly'` or `'reconnect'`. */
+  /** What noticed the switch: `'pubsub'`, `'poll'`, `'readonly'`, `'reconnect'` or `'promotion'`. */
   detectedBy: string;
   /** Epoch ms of the switch. */
   at: number;
+  /** Writes to the old master stopped before the promotion (the write fence). */
+  fenced: boolean;
+  /** How long (ms) the old master could take writes after the promotion; 0 when fenced, undefined when unknown. */
+  blindMs: number | undefined;
 }
 
 /** Payload of `redis-ha-pool:topology`: the same facts as a `ClusterPool`'s `topology` event. */

@@ -1,7 +1,7 @@
 import type { ResolvedConnectionOptions } from '../connection/options.js';
 import { AllSentinelsDownError, AuthenticationError, ConnectionError, MasterNotMonitoredError, RedisError } from '../errors.js';
 import { formatAddress, type NodeAddress } from '../types.js';
-import { oneShot, parseMasterAddr, parseRole, parseSentinels, healthyReplicas } from './sentinel-client.js';
+import { oneShot, oneShotAll, parseMasterAddr, parseMasterRecord, parseRole, parseSentinels, healthyReplicas } from './sentinel-client.js';
 
 /** What discovery needs to know. */
 export interface DiscoveryContext {
@@ -20,53 +20,113 @@ export interface DiscoveryContext {
 export interface MasterAnswer {
   address: NodeAddress;
   sentinel: NodeAddress;
+  /**
+   * The `config-epoch` of the configuration the sentinel holds (`SENTINEL MASTER`), or
+   * undefined when it could not be read (a sentinel user allowed only
+   * `get-master-addr-by-name`).
+   */
+  epoch: number | undefined;
 }
 
 const same = (a: NodeAddress, b: NodeAddress) => a.host === b.host && a.port === b.port;
 
 /**
- * Asks the sentinels in order (`SENTINEL get-master-addr-by-name`), as Redis's Sentinel
- * client guidelines say; the first that answers goes to the front of the list.
+ * Asks every sentinel at once and takes the answer with the newest configuration (the highest
+ * `config-epoch`; among equals, the sentinel listed first). It returns once every sentinel has
+ * settled or a majority of them has answered, so one silent sentinel costs nothing while the
+ * others agree.
+ *
+ * Why not the first answer, as Redis's Sentinel client guidelines suggest: a sentinel that was
+ * restarted, partitioned or paused during a failover goes on naming the old master for seconds,
+ * and the old master goes on answering ROLE master until it is reconfigured. The first answer
+ * can therefore move a pool back to a demoted master, where every write is later discarded.
+ * The epoch says which view is newer; ROLE cannot.
+ *
  * Throws `MasterNotMonitoredError` when sentinels answered but none knows the name, and
  * `AllSentinelsDownError` (with each sentinel's error) when none could be reached.
  */
 export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer> {
-  const errors: unknown[] = [];
-  const tried: NodeAddress[] = [];
+  const list = [...ctx.sentinels];
+  const errors: unknown[] = new Array(list.length);
+  const answers: Array<MasterAnswer | undefined> = new Array(list.length);
   let answeredUnknown = 0;
-  for (const sentinel of [...ctx.sentinels]) {
-    tried.push(sentinel);
-    try {
-      const reply = await oneShot(sentinel, ctx.sentinelConn, ['SENTINEL', 'get-master-addr-by-name', ctx.masterName]);
-      const addr = parseMasterAddr(reply);
-      if (addr === null) {
-        answeredUnknown++;
-        errors.push(new MasterNotMonitoredError(ctx.masterName, `Sentinel ${formatAddress(sentinel)} does not monitor a master named "${ctx.masterName}".`));
-        continue;
-      }
-      const i = ctx.sentinels.findIndex((s) => same(s, sentinel));
-      if (i > 0) {
-        ctx.sentinels.splice(i, 1);
-        ctx.sentinels.unshift(sentinel);
-      }
-      return { address: ctx.natMap(addr), sentinel };
-    } catch (err) {
-      errors.push(err);
+  await new Promise<void>((resolve) => {
+    let settled = 0;
+    let answered = 0;
+    const majority = Math.floor(list.length / 2) + 1;
+    list.forEach((sentinel, i) => {
+      askOne(sentinel, ctx).then(
+        (a) => {
+          if (a === null) {
+            answeredUnknown++;
+            errors[i] = new MasterNotMonitoredError(ctx.masterName, `Sentinel ${formatAddress(sentinel)} does not monitor a master named "${ctx.masterName}".`);
+          } else {
+            answers[i] = a;
+            answered++;
+          }
+        },
+        (err: unknown) => {
+          errors[i] = err;
+        },
+      ).finally(() => {
+        settled++;
+        if (settled === list.length || answered >= majority) resolve();
+      });
+    });
+  });
+  const best = newestAnswer(answers);
+  if (best) {
+    // The sentinel that answered goes to the front: the next single-sentinel request asks it first.
+    const i = ctx.sentinels.findIndex((s) => same(s, best.sentinel));
+    if (i > 0) {
+      ctx.sentinels.splice(i, 1);
+      ctx.sentinels.unshift(best.sentinel);
     }
+    return best;
   }
+  const failed = errors.filter((e) => e !== undefined);
   if (answeredUnknown > 0) {
     throw new MasterNotMonitoredError(
       ctx.masterName,
-      `No sentinel monitors a master named "${ctx.masterName}" (${answeredUnknown} of ${tried.length} answered; asked ${tried.map(formatAddress).join(', ')}). Check the name against SENTINEL MASTERS.`,
-      { cause: errors[errors.length - 1] },
+      `No sentinel monitors a master named "${ctx.masterName}" (${answeredUnknown} of ${list.length} answered; asked ${list.map(formatAddress).join(', ')}). Check the name against SENTINEL MASTERS.`,
+      { cause: failed[failed.length - 1] },
     );
   }
-  const down = new AllSentinelsDownError(errors, tried, ctx.masterName);
+  const down = new AllSentinelsDownError(failed, list, ctx.masterName);
   // Every sentinel refused our credentials: the same class as a refused data-node login.
-  if (errors.every((e) => e instanceof AuthenticationError)) {
-    throw new AuthenticationError(down.message, { cause: down, address: tried[0] });
+  if (failed.every((e) => e instanceof AuthenticationError)) {
+    throw new AuthenticationError(down.message, { cause: down, address: list[0] });
   }
   throw down;
+}
+
+/** The answer with the highest config epoch; one without an epoch counts as older than any with one. Earlier entries win ties. */
+export function newestAnswer(answers: ReadonlyArray<MasterAnswer | undefined>): MasterAnswer | undefined {
+  let best: MasterAnswer | undefined;
+  for (const a of answers) {
+    if (a === undefined) continue;
+    if (best === undefined || (a.epoch ?? -1) > (best.epoch ?? -1)) best = a;
+  }
+  return best;
+}
+
+/**
+ * One sentinel's view, in one round trip: the address from `get-master-addr-by-name` and the
+ * config epoch from `SENTINEL MASTER`. The address must come from the former: while the
+ * failover leader reconfigures the replicas, its master record already carries the new epoch
+ * but still the old address (for seconds), and only `get-master-addr-by-name` names the
+ * promoted replica. A sentinel user not allowed `SENTINEL MASTER` gives no epoch. Null: name unknown.
+ */
+async function askOne(sentinel: NodeAddress, ctx: DiscoveryContext): Promise<MasterAnswer | null> {
+  const [addrReply, masterReply] = await oneShotAll(sentinel, ctx.sentinelConn, [
+    ['SENTINEL', 'get-master-addr-by-name', ctx.masterName],
+    ['SENTINEL', 'MASTER', ctx.masterName],
+  ]);
+  if (addrReply instanceof Error) throw addrReply;
+  const addr = parseMasterAddr(addrReply!);
+  if (addr === null) return null;
+  const record = masterReply instanceof Error ? null : parseMasterRecord(masterReply!);
+  return { address: ctx.natMap(addr), sentinel, epoch: record?.epoch };
 }
 
 /** Why a sentinel's answer was not accepted. */
@@ -92,13 +152,17 @@ export async function discoverSentinels(ctx: DiscoveryContext, via: NodeAddress)
   return parseSentinels(reply).map(ctx.natMap).filter((a) => !ctx.sentinels.some((s) => same(s, a)));
 }
 
-/** Replicas the sentinels consider healthy (`SENTINEL replicas <name>`). */
-export async function discoverReplicas(ctx: DiscoveryContext): Promise<NodeAddress[]> {
+/**
+ * Replicas the sentinels list (`SENTINEL replicas <name>`): the healthy ones (serving reads), or
+ * with `'reachable'` every one not flagged down, link to the master up or not (one of them may
+ * be promoted, and an old master rejoining as a replica resyncs for a while).
+ */
+export async function discoverReplicas(ctx: DiscoveryContext, which: 'healthy' | 'reachable' = 'healthy'): Promise<NodeAddress[]> {
   let last: unknown;
   for (const sentinel of ctx.sentinels) {
     try {
       const reply = await oneShot(sentinel, ctx.sentinelConn, ['SENTINEL', 'replicas', ctx.masterName]);
-      return healthyReplicas(reply).map(ctx.natMap);
+      return healthyReplicas(reply, which === 'reachable').map(ctx.natMap);
     } catch (err) {
       last = err;
       if (err instanceof RedisError) break;

@@ -33,7 +33,12 @@ export interface SentinelOptions extends ConnectionOptions, CommonOptions {
   sentinelTls?: boolean | TlsConnectionOptions;
   /** Timeout of each sentinel request and of each ROLE check. Default 500. */
   sentinelTimeout?: number;
-  /** Backoff of a subscriber loop that lost its sentinel. Default `{ initialDelay: 100, maxDelay: 5000 }`. */
+  /**
+   * Backoff of a subscriber loop that lost its sentinel. Default `{ initialDelay: 100, maxDelay: 5000 }`.
+   * A refused connection (the sentinel is down or restarting) is retried every `initialDelay`
+   * (jittered) without growing, so the loop is back promptly once the sentinel answers; other
+   * failures (timeouts, refused logins) back off exponentially up to `maxDelay`.
+   */
   resubscribe?: Partial<BackoffOptions>;
   /** Periodic re-check of the master through the sentinels and ROLE; 0 disables. Default 10000. */
   pollInterval?: number;
@@ -57,6 +62,14 @@ export interface SentinelOptions extends ConnectionOptions, CommonOptions {
   promotionCheckInterval?: number;
   /** How long `create()` keeps retrying when the sentinels name a node that is not (yet) a master. Default 10000. */
   discoveryTimeout?: number;
+  /**
+   * Keep one idle connection to each replica of the master (master role only), so the pool
+   * hears a promotion the moment it happens, even when it has lost the sentinel leading the
+   * failover: Sentinel kills every normal client connection of the replica it promotes, and the
+   * pool then asks that replica for its ROLE and, if it is the master now, holds no more writes
+   * for the old one. Costs one connection per replica. Default true.
+   */
+  watchReplicas?: boolean;
   /** Announced address -> reachable address: `{ '10.0.0.5:6379': 'localhost:16379' }` or a function. */
   natMap?: NatMap;
 }
@@ -80,12 +93,13 @@ export interface ResolvedSentinelOptions extends ResolvedCommonOptions {
   fenceTimeout: number;
   promotionCheckInterval: number;
   discoveryTimeout: number;
+  watchReplicas: boolean;
   natMap: (a: NodeAddress) => NodeAddress;
 }
 
 const KNOWN = [
   ...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES, 'role', 'replicaFallback', 'sentinelUsername', 'sentinelPassword', 'sentinelTls', 'sentinelTimeout',
-  'resubscribe', 'pollInterval', 'sentinelPollInterval', 'maxQueued', 'queueTimeout', 'fenceTimeout', 'promotionCheckInterval', 'discoveryTimeout', 'natMap',
+  'resubscribe', 'pollInterval', 'sentinelPollInterval', 'maxQueued', 'queueTimeout', 'fenceTimeout', 'promotionCheckInterval', 'discoveryTimeout', 'watchReplicas', 'natMap',
 ];
 
 /** Validates everything (TypeError naming the argument or option) and applies defaults. */
@@ -119,6 +133,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   checkNumber('fenceTimeout', o.fenceTimeout, { min: 1, max: MAX_TIMER });
   checkNumber('discoveryTimeout', o.discoveryTimeout, { max: MAX_TIMER });
   checkNumber('promotionCheckInterval', o.promotionCheckInterval, { max: MAX_TIMER });
+  checkBoolean('watchReplicas', o.watchReplicas);
   checkBoolean('sentinelTls', typeof o.sentinelTls === 'boolean' ? o.sentinelTls : undefined);
   const data = resolveConnectionOptions(o);
   if ((o.resubscribe?.initialDelay ?? 100) > (o.resubscribe?.maxDelay ?? 5000)) {
@@ -160,6 +175,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     fenceTimeout: o.fenceTimeout ?? 15000,
     promotionCheckInterval: o.promotionCheckInterval ?? 25,
     discoveryTimeout: o.discoveryTimeout ?? 10000,
+    watchReplicas: o.watchReplicas ?? true,
     natMap: resolveNatMap(o.natMap),
   };
 }

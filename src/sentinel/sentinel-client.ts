@@ -19,15 +19,30 @@ export function parseMasterAddr(r: Reply): NodeAddress | null {
   return { host: String(r[0]), port };
 }
 
-/** Replicas worth serving reads: not flagged down or disconnected, link to master up. */
-export function healthyReplicas(reply: Reply): NodeAddress[] {
+/**
+ * `SENTINEL MASTER <name>` reply -> the address it names and the `config-epoch` of that
+ * configuration (undefined when absent), or null when the record has no usable address.
+ */
+export function parseMasterRecord(r: Reply): { address: NodeAddress; epoch: number | undefined } | null {
+  const f = toFields(r);
+  const port = Number(f['port']);
+  if (!f['ip'] || !Number.isInteger(port) || port <= 0 || port > 65535) return null;
+  const epoch = f['config-epoch'] === undefined ? undefined : Number(f['config-epoch']);
+  return { address: { host: f['ip'], port }, epoch: Number.isFinite(epoch) ? epoch : undefined };
+}
+
+/**
+ * Replicas worth serving reads: not flagged down or disconnected, link to master up. With
+ * `anyLink`, the link to the master may be down (a replica resyncing is still one to watch).
+ */
+export function healthyReplicas(reply: Reply, anyLink = false): NodeAddress[] {
   if (!Array.isArray(reply)) return [];
   const out: NodeAddress[] = [];
   for (const item of reply) {
     const f = toFields(item);
     const flags = (f['flags'] ?? '').split(',');
     if (flags.some((x) => x === 's_down' || x === 'o_down' || x === 'disconnected')) continue;
-    if (f['master-link-status'] !== undefined && f['master-link-status'] !== 'ok') continue;
+    if (!anyLink && f['master-link-status'] !== undefined && f['master-link-status'] !== 'ok') continue;
     const port = Number(f['port']);
     if (!f['ip'] || !Number.isInteger(port)) continue;
     out.push({ host: f['ip'], port });
@@ -76,6 +91,19 @@ export async function oneShot(address: NodeAddress, opts: ResolvedConnectionOpti
   const conn = await Connection.connect(address, opts);
   try {
     return await conn.ask(args);
+  } finally {
+    conn.destroy();
+  }
+}
+
+/**
+ * Opens a short-lived connection, sends every command in one write, closes. Each entry is the
+ * reply or the error of its command (a refused one does not fail the others).
+ */
+export async function oneShotAll(address: NodeAddress, opts: ResolvedConnectionOptions, commands: string[][]): Promise<Array<Reply | Error>> {
+  const conn = await Connection.connect(address, opts);
+  try {
+    return await Promise.all(commands.map((args) => conn.ask(args).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
   } finally {
     conn.destroy();
   }

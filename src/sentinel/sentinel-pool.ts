@@ -15,14 +15,20 @@ import { Gate } from './gate.js';
 import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
 import { SentinelWatcher } from './watcher.js';
+import { PromotionWatch } from './promotion-watch.js';
+import { blindWindow, epochAfterSwitch, judgeAnswer } from './master-view.js';
 import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
 import { ClientCache, type CacheStats } from '../cache/client-cache.js';
 import { trackingCommand } from '../cache/options.js';
 import type { Connection } from '../connection/connection.js';
 import { installPubSub, type PubSubMethods } from '../pubsub/methods.js';
 
-/** How a master switch was noticed. */
-export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect';
+/**
+ * How a master switch was noticed: a sentinel message, the periodic poll, a READONLY reply, a
+ * reconnect, or `'promotion'`: the pool saw the replica promoted itself (Sentinel killed the
+ * pool's watch connection to it and ROLE then said master), whoever led the failover.
+ */
+export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect' | 'promotion';
 
 /** Emitted once per master switch, after the pool points at the new master and no command can reach the old one. */
 export interface FailoverEvent {
@@ -32,10 +38,23 @@ export interface FailoverEvent {
   from: NodeAddress;
   /** The new master, verified with ROLE; commands go here from now on. */
   to: NodeAddress;
-  /** What noticed the switch: a sentinel message, the periodic poll, a READONLY reply, or a reconnect. */
+  /** What noticed the switch: a sentinel message, the periodic poll, a READONLY reply, a reconnect, or the promotion itself. */
   detectedBy: DetectedBy;
   /** Epoch ms of the switch. */
   at: number;
+  /**
+   * True when writes to the old master stopped before the promotion (the write fence, engaged
+   * by the failover leader's messages): no acknowledged write can be lost to this failover.
+   * False when the switch was detected after the promotion; see `blindMs`.
+   */
+  fenced: boolean;
+  /**
+   * How long (ms) the old master could still take writes after the promotion, before the pool
+   * stopped sending to it: writes acknowledged in that window (and those in flight) are lost
+   * when the old master resyncs. 0 when fenced; undefined when the pool cannot tell (it did
+   * not see the promotion itself, e.g. `watchReplicas: false`).
+   */
+  blindMs: number | undefined;
 }
 
 /** Events of a {@link SentinelPool}. */
@@ -137,6 +156,10 @@ export interface SentinelStats extends NodePoolStats {
   }>;
   /** Healthy replicas (for `role: 'replica'`). */
   replicas: NodeAddress[];
+  /** Replicas whose promotion the pool watches for (`watchReplicas`, master role). */
+  watchedReplicas: NodeAddress[];
+  /** Config epoch of the configuration the pool follows (undefined when the sentinels do not report one; x.5 after a promotion the pool saw before any sentinel announced it). */
+  configEpoch: number | undefined;
   /** Durable acknowledgements (all zero while `durability` is off, and with `role: 'replica'`). */
   durability: DurabilityStats;
   /** Whether `close()` was called. */
@@ -165,7 +188,17 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private readonly node: NodePool;
   private readonly gate: Gate;
   private readonly watchers = new Map<string, SentinelWatcher>();
-  private fence: { from: NodeAddress; timer: NodeJS.Timeout; leader: NodeAddress | undefined } | undefined;
+  private fence: { from: NodeAddress; timer: NodeJS.Timeout; leader: NodeAddress | undefined; at: number } | undefined;
+  /** Config epoch of the followed configuration (see MasterView). */
+  private epoch: number | undefined;
+  private promotionWatch: PromotionWatch | undefined;
+  private watchRefresh: Promise<void> | undefined;
+  /** Replica -> when its watch connection was last killed (a promotion, if ROLE then says master). */
+  private readonly lostAt = new Map<string, number>();
+  /** Watch connections lost and not yet judged by ROLE: writes are held meanwhile. */
+  private suspects = 0;
+  /** When writes to the current master were first held for the switch under way. */
+  private heldSince: number | undefined;
   private pin: { against: NodeAddress; until: number } | undefined;
   private refreshing: Promise<void> | undefined;
   private again: DetectedBy | undefined;
@@ -184,9 +217,10 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private hub: PubSubHub | undefined;
   private readonly cache: ClientCache | undefined;
 
-  private constructor(o: ResolvedSentinelOptions, master: NodeAddress) {
+  private constructor(o: ResolvedSentinelOptions, master: NodeAddress, epoch: number | undefined) {
     super();
     this.o = o;
+    this.epoch = epoch;
     this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap };
     this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.onGateStall());
     this.cache = o.cache ? new ClientCache(o.cache) : undefined;
@@ -219,11 +253,13 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     const ctx: DiscoveryContext = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap };
     const deadline = Date.now() + o.discoveryTimeout;
     let master: NodeAddress;
+    let epoch: number | undefined;
     for (let attempt = 0; ; attempt++) {
       const answer = await askSentinels(ctx); // name unknown / all down: fail at once
       try {
         await verifyMaster(answer.address, o.probe);
         master = answer.address;
+        epoch = answer.epoch;
         break;
       } catch (err) {
         // Wrong credentials or a refused ROLE (ACL) will not get better by waiting.
@@ -243,7 +279,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         await sleep(backoffDelay(attempt, o.pool.reconnect));
       }
     }
-    const pool = new SentinelPool(o, master);
+    const pool = new SentinelPool(o, master, epoch);
     try {
       if (o.role === 'master') await pool.node.lane();
       else await pool.loadReplicas();
@@ -257,6 +293,10 @@ export class SentinelPool extends BasePool<SentinelEvents> {
 
   private start(): void {
     for (const s of this.o.sentinels) this.addSentinel(s);
+    if (this.o.role === 'master' && this.o.watchReplicas) {
+      this.promotionWatch = new PromotionWatch(this.o.probe, this.o.pool.reconnect, { onLost: (r, at) => this.onReplicaLost(r, at) });
+      this.refreshWatch();
+    }
     void discoverSentinels(this.ctx, this.o.sentinels[0]!).then(
       (more) => more.forEach((s) => this.addSentinel(s)),
       (err) => this.emit('error', err as Error),
@@ -264,6 +304,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     if (this.o.pollInterval > 0) {
       this.pollTimer = setInterval(() => {
         this.requestRefresh('poll', false);
+        this.refreshWatch();
         if (this.o.role === 'replica') this.refreshReplicas();
       }, this.o.pollInterval);
       this.pollTimer.unref();
@@ -311,7 +352,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         }
         if (this.o.role === 'master' && !this.fence) {
           const from = this.node.target;
-          this.gate.close();
+          this.holdWrites();
           const timer = setTimeout(() => {
             if (this.fence?.timer !== timer) return;
             this.fence = undefined;
@@ -320,7 +361,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
           }, this.o.fenceTimeout);
           timer.unref();
           // The sentinel announcing the failover leads it: if it goes down, the failover is stuck.
-          this.fence = { from, timer, leader: channel === 'poll' ? undefined : leader };
+          this.fence = { from, timer, leader: channel === 'poll' ? undefined : leader, at: Date.now() };
           this.emit('failover-start', { masterName: this.o.masterName, master: from, event: sig.event, at: Date.now() });
         }
         if (sig.candidate && this.fence) void this.watchPromotion(this.o.natMap(sig.candidate), channel === 'poll' ? 'poll' : 'pubsub');
@@ -348,6 +389,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         return;
       case 'replicas':
         if (this.o.role === 'replica') this.refreshReplicas();
+        this.refreshWatch();
         return;
       case 'sentinel':
         this.addSentinel(this.o.natMap(sig.address));
@@ -379,7 +421,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       while (this.fence && !this.closed) {
         try {
           await verifyMaster(candidate, this.o.probe);
-          if (this.fence && !this.closed) this.applyMaster(candidate, detectedBy);
+          if (this.fence && !this.closed) this.applyMaster(candidate, detectedBy, undefined);
           return;
         } catch {
           // Not promoted yet (or not reachable): look again shortly.
@@ -400,7 +442,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       this.requestRefresh('pubsub', false);
       return;
     }
-    if (!this.closed) this.applyMaster(address, 'pubsub');
+    if (!this.closed) this.applyMaster(address, 'pubsub', undefined);
   }
 
   /**
@@ -409,7 +451,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
    */
   requestRefresh(reason: DetectedBy, hold: boolean): void {
     if (this.closed || this.o.role !== 'master' && reason === 'readonly') return;
-    if (hold) this.gate.close();
+    if (hold) this.holdWrites();
     if (this.refreshing) {
       this.again = reason;
       this.wake.abort();
@@ -446,8 +488,9 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   /** One resolution: true when a master is confirmed and commands may flow. */
   private async resolveOnce(reason: DetectedBy): Promise<boolean> {
     let answer: NodeAddress;
+    let answerEpoch: number | undefined;
     try {
-      answer = (await askSentinels(this.ctx)).address;
+      ({ address: answer, epoch: answerEpoch } = await askSentinels(this.ctx));
     } catch (err) {
       // Cut off from every sentinel (not from the master): carry on with the last verified
       // master while it still answers ROLE master, rather than hold every command until the
@@ -457,12 +500,24 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     }
     if (this.fence && sameAddress(answer, this.fence.from)) return false; // the announced failover has not switched yet
     const current = this.node.target;
+    const verdict = judgeAnswer({ address: current, epoch: this.epoch }, { address: answer, epoch: answerEpoch });
+    if (verdict === 'stale') {
+      // The newest answer comes from an older configuration than the one we follow (the sentinels
+      // have not caught up with a switch we verified): stay while the current master still is one.
+      try {
+        await verifyMaster(current, this.o.probe);
+        this.openGate();
+        return true;
+      } catch {
+        // Ours is no master either (the sentinels were reset and their epochs restarted): follow them.
+      }
+    }
     if (this.pin && Date.now() > this.pin.until) this.pin = undefined;
     if (this.pin && sameAddress(answer, this.pin.against)) {
       // The sentinels lag behind a switch we already verified: keep the current master while it still is one.
       try {
         await verifyMaster(current, this.o.probe);
-        this.gate.open();
+        this.openGate();
         return true;
       } catch {
         this.pin = undefined;
@@ -471,7 +526,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     if (this.pin && sameAddress(answer, current)) this.pin = undefined;
     await verifyMaster(answer, this.o.probe);
     if (this.closed) return false;
-    this.applyMaster(answer, reason);
+    this.applyMaster(answer, reason, answerEpoch);
     return true;
   }
 
@@ -496,7 +551,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         if (this.fence || this.closed) return false;
         if (!this.gate.isOpen) {
           this.node.reconnectLanes();
-          this.gate.open();
+          this.openGate();
           this.emit('error', new ConnectionError(`${why}; commands go on to the last verified master ${key(this.node.target)}, which still answers ROLE master.`, { cause, address: { ...this.node.target } }));
         }
         return true;
@@ -508,30 +563,95 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     return this.stallCheck;
   }
 
-  private applyMaster(address: NodeAddress, reason: DetectedBy): void {
+  /**
+   * Points the pool at `address` (verified with ROLE). `epoch`: the config epoch of the
+   * configuration that names it (undefined when unknown or when the pool saw the promotion itself).
+   */
+  private applyMaster(address: NodeAddress, reason: DetectedBy, epoch: number | undefined): void {
     const from = this.node.target;
+    const fencedAt = this.fence?.at;
     if (this.fence) {
       clearTimeout(this.fence.timer);
       this.fence = undefined;
     }
     if (!sameAddress(from, address)) {
+      const at = Date.now();
+      const promoted = this.lostAt.get(key(address));
+      const promotedAt = promoted !== undefined && at - promoted <= this.o.fenceTimeout ? promoted : undefined;
+      const { fenced, blindMs } = blindWindow(fencedAt, promotedAt, this.heldSince ?? at);
       this.node.swap(address);
       this.switches++;
-      this.pin = { against: from, until: Date.now() + this.o.fenceTimeout };
-      this.gate.open();
-      const at = Date.now();
+      this.epoch = epochAfterSwitch(this.epoch, epoch);
+      this.lostAt.clear();
+      this.pin = { against: from, until: at + this.o.fenceTimeout };
+      this.openGate();
       // Subscribers move with the data connections: the old master may stay a master (and
       // keep its subscribers) for seconds after the switch, hearing nothing new.
       this.hub?.replace('failover', at);
-      publishFailover({ masterName: this.o.masterName, from, to: address, detectedBy: reason, at });
+      publishFailover({ masterName: this.o.masterName, from, to: address, detectedBy: reason, at, fenced, blindMs });
       // Tracking lives on the old master's connections: nothing it cached can be trusted now.
       this.cache?.flush('failover');
-      this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at });
+      this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at, fenced, blindMs });
       if (this.o.role === 'replica') this.refreshReplicas();
+      this.refreshWatch();
     } else {
+      if (epoch !== undefined && (this.epoch === undefined || epoch > this.epoch)) this.epoch = epoch;
       this.node.reconnectLanes();
-      this.gate.open();
+      this.openGate();
     }
+  }
+
+  /** Holds commands at the gate, remembering since when (for the blind window of the switch). */
+  private holdWrites(): void {
+    if (this.gate.isOpen) this.heldSince = Date.now();
+    this.gate.close();
+  }
+
+  private openGate(): void {
+    this.heldSince = undefined;
+    this.gate.open();
+  }
+
+  // ---- promotion watch ------------------------------------------------------------------
+
+  /** Watches the replicas the sentinels list for our master (coalesced; errors go to 'error'). */
+  private refreshWatch(): void {
+    const watch = this.promotionWatch;
+    if (!watch || this.closed || this.watchRefresh) return;
+    this.watchRefresh = discoverReplicas(this.ctx, 'reachable')
+      .then((found) => {
+        if (!this.closed) watch.set(found.filter((a) => !sameAddress(a, this.node.target)));
+      })
+      .catch((err) => {
+        if (!this.closed) this.emit('error', err as Error);
+      })
+      .finally(() => {
+        this.watchRefresh = undefined;
+      });
+  }
+
+  /**
+   * A watch connection to `replica` closed. Sentinel kills every normal connection of the
+   * replica it promotes, so hold writes at once, then ask the replica for its ROLE: a master
+   * means a promotion (switch now, before any sentinel announces it); anything else (restart,
+   * network) releases the hold.
+   */
+  private onReplicaLost(replica: NodeAddress, at: number): void {
+    if (this.closed || sameAddress(replica, this.node.target)) return;
+    this.lostAt.set(key(replica), at);
+    this.suspects++;
+    this.holdWrites();
+    if (this.heldSince !== undefined && this.heldSince > at) this.heldSince = at;
+    void verifyMaster(replica, this.o.probe).then(
+      () => {
+        if (!this.closed && !sameAddress(replica, this.node.target)) this.applyMaster(replica, 'promotion', undefined);
+      },
+      () => {},
+    ).finally(() => {
+      this.suspects--;
+      // Not a promotion: release the hold unless a fence, a refresh or another suspect holds it.
+      if (this.suspects === 0 && !this.closed && !this.fence && !this.refreshing && !this.gate.isOpen) this.openGate();
+    });
   }
 
   // ---- replica reads -------------------------------------------------------------------
@@ -605,6 +725,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       refreshes: this.refreshes,
       sentinels: [...this.watchers.values()].map((w) => ({ address: { ...w.address }, connected: w.connected, polling: w.polling })),
       replicas: this.replicaPools.map((p) => ({ ...p.target })),
+      watchedReplicas: this.promotionWatch?.addresses ?? [],
+      configEpoch: this.epoch,
       durability: this.o.durabilityCounters.snapshot(),
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
@@ -646,6 +768,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     this.hub?.close();
     this.closing = (async () => {
       if (this.pollTimer) clearInterval(this.pollTimer);
+      this.promotionWatch?.stop();
       if (this.fence) clearTimeout(this.fence.timer);
       this.fence = undefined;
       this.wake.abort();

@@ -5,6 +5,14 @@ import type { NodeAddress, Reply } from '../types.js';
 import { SENTINEL_CHANNELS } from './messages.js';
 import { failoverState, isPermissionError, parseMasterAddr } from './sentinel-client.js';
 
+/** True when `err` (or a cause in its chain) is a refused TCP connection. */
+export function isRefused(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && typeof e === 'object' && depth < 8; e = e.cause as typeof e, depth++) {
+    if (e.code === 'ECONNREFUSED') return true;
+  }
+  return false;
+}
+
 /** What a watcher reports to its pool. */
 export interface WatcherHooks {
   onMessage(channel: string, payload: string, sentinel: NodeAddress): void;
@@ -21,7 +29,8 @@ export interface WatcherHooks {
 
 /**
  * One subscriber loop for one sentinel: connect, SUBSCRIBE to the failover channels, read
- * until the connection drops, back off (exponential with jitter), repeat. A sentinel that
+ * until the connection drops, back off (exponential with jitter; a refused connection is
+ * retried at the first delay), repeat. A sentinel that
  * refuses SUBSCRIBE is polled with `get-master-addr-by-name` instead.
  */
 export class SentinelWatcher {
@@ -98,7 +107,12 @@ export class SentinelWatcher {
         this.wasUp = false;
         this.reportedDown = true;
       }
-      const delay = backoffDelay(this.attempts, this.backoff);
+      // A refused connection (nothing listening: the sentinel is down or restarting) costs the
+      // sentinel nothing, so it is retried at the first delay without growing: the loop is back
+      // within initialDelay of the sentinel answering again, in time to hear the failover a
+      // restarted sentinel may lead at once. Other failures back off exponentially.
+      const refused = isRefused(lost);
+      const delay = refused ? backoffDelay(0, this.backoff) : backoffDelay(this.attempts, this.backoff);
       this.hooks.onBackoff?.(this.address, delay, this.attempts);
       this.attempts++;
       await sleep(delay, this.stopSignal.signal, { unref: true });

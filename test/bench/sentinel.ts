@@ -6,7 +6,7 @@
  *
  * Environment:
  *   BENCH_ONLY       comma list of clients: ha, ioredis, node-redis (default all)
- *   BENCH_SCENARIOS  comma list: failover, sigkill (default both)
+ *   BENCH_SCENARIOS  comma list: failover, sigkill, restart-leader (default all)
  *   BENCH_WORKERS    concurrent writers (default 50)
  *   BENCH_JSON       write the raw results to this file as JSON
  *
@@ -14,7 +14,9 @@
  * failover-timeout 5000 ms) per scenario, so an earlier fault never interferes:
  *
  *   A  `SENTINEL FAILOVER <name>` sent to the first sentinel, under load;
- *   B  SIGKILL of the master, under load.
+ *   B  SIGKILL of the master, under load;
+ *   C  a sentinel SIGKILLed, restarted 2 s later and asked for `SENTINEL FAILOVER` as soon as it
+ *      answers PING: the failover is led by a sentinel the client lost (issue 18).
  *
  * Load: BENCH_WORKERS async writers, each sending `SET b:<n> <n>` for a unique n and awaiting
  * it before the next (marked idempotent for our pool; default options for the peers). Every
@@ -277,8 +279,14 @@ async function missingKeys(master: NodeAddress, keys: readonly number[]): Promis
 
 // ------------------------------------------------------------------------------------ one run
 
-type Scenario = 'failover' | 'sigkill';
-const SCENARIO_LABEL: Record<Scenario, string> = { failover: 'A: SENTINEL FAILOVER', sigkill: 'B: SIGKILL master' };
+type Scenario = 'failover' | 'sigkill' | 'restart-leader';
+const SCENARIO_LABEL: Record<Scenario, string> = {
+  failover: 'A: SENTINEL FAILOVER',
+  sigkill: 'B: SIGKILL master',
+  'restart-leader': 'C: sentinel SIGKILLed, restarted 2 s later, SENTINEL FAILOVER through it',
+};
+/** Scenarios that leave the old master running (it is demoted by the sentinels later). */
+const oldMasterLives = (s: Scenario) => s !== 'sigkill';
 
 interface RunResult {
   scenario: Scenario;
@@ -371,6 +379,20 @@ async function runOne(spec: ClientSpec, scenario: Scenario): Promise<RunResult> 
     const faultAt = Date.now();
     if (scenario === 'failover') {
       await sendCommand(topo.sentinelAddresses[0]!, ['SENTINEL', 'FAILOVER', topo.masterName]);
+    } else if (scenario === 'restart-leader') {
+      // The leader is a sentinel the client has lost: killed, back 2 s later, asked at once.
+      const leader = topo.sentinels[0]!;
+      await leader.kill('SIGKILL');
+      await sleep(2000);
+      await leader.restart();
+      for (let t = Date.now(); (await sendCommand(leader.address, ['PING']).catch(() => '')) !== 'PONG'; ) {
+        if (Date.now() - t > 20_000) throw new Error('the restarted sentinel did not answer PING within 20 s');
+        await sleep(5);
+      }
+      for (let t = Date.now(); (await sendCommand(leader.address, ['SENTINEL', 'FAILOVER', topo.masterName], { timeoutMs: 2000 }).catch(() => '')) !== 'OK'; ) {
+        if (Date.now() - t > 30_000) throw new Error('the restarted sentinel did not accept SENTINEL FAILOVER within 30 s');
+        await sleep(20);
+      }
     } else {
       await topo.master.kill('SIGKILL');
     }
@@ -390,7 +412,7 @@ async function runOne(spec: ClientSpec, scenario: Scenario): Promise<RunResult> 
       }
       const sw = firstMsg('+switch-master');
       if (sw === undefined || now < sw + MIN_AFTER_SWITCH_MS) continue;
-      if (scenario === 'failover') {
+      if (oldMasterLives(scenario)) {
         const d = demotedAt();
         if (d === undefined || now < d + MIN_AFTER_DEMOTION_MS) continue;
       }
@@ -425,7 +447,7 @@ async function runOne(spec: ClientSpec, scenario: Scenario): Promise<RunResult> 
 
     // Promotion and demotion times: from the nodes' own logs (ms precision), else the ROLE poller.
     const pLog = loggedAt(topo, newMaster, /^MASTER MODE enabled/, faultAt - 5);
-    const dLog = scenario === 'failover' ? loggedAt(topo, from, /^REPLICAOF .* enabled/, faultAt - 5) : undefined;
+    const dLog = oldMasterLives(scenario) ? loggedAt(topo, from, /^REPLICAOF .* enabled/, faultAt - 5) : undefined;
     const pAt = pLog ?? promotedAt();
     const dAt = dLog ?? demotedAt();
     if (pLog === undefined) res.notes.push('promotion time from the ROLE poller (no "MASTER MODE enabled" log line found)');
@@ -569,7 +591,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 
 async function main(): Promise<void> {
   const clients = CLIENTS.filter((c) => !ONLY || ONLY.has(c.id));
-  const scenarios = (['failover', 'sigkill'] as const).filter((s) => !SCENARIOS || SCENARIOS.has(s));
+  const scenarios = (['failover', 'sigkill', 'restart-leader'] as const).filter((s) => !SCENARIOS || SCENARIOS.has(s));
   if (clients.length === 0 || scenarios.length === 0) throw new TypeError('BENCH_ONLY / BENCH_SCENARIOS select nothing');
   const sys = systemInfo();
   log(`Sentinel failover bench: ${WORKERS} writers, ${clients.map((c) => c.id).join(', ')}; ${sys.cpu} x${sys.cores}, ${sys.node}`);

@@ -183,6 +183,28 @@ export const SENTINEL_FAULTS: Fault<SentinelContext>[] = [
     },
   },
   {
+    // The sequence of issue 18: the failover is led by a sentinel whose loop the pool has lost.
+    name: 'SIGKILL a sentinel, then SENTINEL FAILOVER through it',
+    async run(c) {
+      const { addr } = await currentMasterHandle(c);
+      const s = c.rng.pick(liveSentinels(c));
+      const d = c.rng.int(1000, 3000);
+      c.start();
+      await s.kill('SIGKILL');
+      await c.sleep(d);
+      await s.restart();
+      await waitFor(async () => (await sendCommand(s.address, ['PING']).catch(() => '')) === 'PONG', `sentinel :${s.port} to answer PING`, 20_000, 5);
+      // A just-restarted sentinel may not know a good replica yet (NOGOODSLAVE): ask until it accepts.
+      await waitFor(
+        async () => (await sendCommand(s.address, ['SENTINEL', 'FAILOVER', c.topo.masterName], { timeoutMs: 2000 }).catch(() => '')) === 'OK',
+        `sentinel :${s.port} to accept SENTINEL FAILOVER`, 30_000, 20,
+      );
+      const to = await c.topo.waitForNewMaster(addr, 30_000);
+      c.end();
+      return `sentinel :${s.port} killed, restarted after ${secs(d)} and asked for SENTINEL FAILOVER at once: ${fmt(addr)} -> ${fmt(to)}`;
+    },
+  },
+  {
     name: 'SIGKILL a sentinel',
     async run(c) {
       const s = c.rng.pick(liveSentinels(c));
