@@ -1,28 +1,48 @@
 /**
- * The container backend (REDIS_TOPOLOGY=containers): the same topologies,
- * brought up with testcontainers' DockerComposeEnvironment from
- * `compose/*.yml`. Loaded only through a dynamic import from `topology.ts`,
- * and it loads testcontainers itself only through a dynamic import, so the
- * process backend never touches either.
+ * The container backend (REDIS_TOPOLOGY=containers): the same topologies as the process
+ * backend, each node a container started with testcontainers' `GenericContainer`. Loaded
+ * only through a dynamic import from `topology.ts`, and it loads testcontainers itself only
+ * through a dynamic import, so the process backend never touches either.
  *
- * Networking: every container uses the host network and binds 127.0.0.1 on
- * a port chosen here with `freePort()`, so what sentinels and cluster nodes
- * announce is exactly what the host reaches, and all readiness checks and
- * topology queries are the shared ones from `topology-ops.ts`.
+ * Image: `container-image.ts` builds one locally from this machine's Redis binaries
+ * (nothing is pulled), unless `REDIS_CONTAINER_IMAGE` names another.
+ *
+ * Networking: every container uses the host network and binds 127.0.0.1 on a port chosen
+ * here with `freePort()`. So what sentinels and cluster nodes announce (127.0.0.1:<port>,
+ * in SENTINEL replies, CLUSTER SLOTS, MOVED/ASK) is exactly what the pool under test, on
+ * the host, reaches: no port mapping, no announce-ip/port and no client-side address map.
+ * It needs no iptables rules (the engine runs with --iptables=false) and no bridge, and it
+ * needs the engine on this machine (a Linux engine; not a remote DOCKER_HOST).
+ *
+ * Each node gets the very config the process backend writes (`node-config.ts`), with its
+ * host directory mounted at `/data`. Compose is not used (Compose v2 is not available where
+ * these tests run); `compose/*.yml` stays for people who run `docker compose` themselves.
+ *
+ * Clean-up: `stop()` removes the containers (`docker rm -f`) and the directories. A test
+ * process that exits without `stop()` removes its containers from its exit handler
+ * (reaper.ts), and containers left by a SIGKILLed test process (labelled with its pid) are
+ * removed by the next one. testcontainers' own reaper (Ryuk) is off by default here: its
+ * image would have to be pulled.
+ *
+ * Run as a script (`tsx test/support/container-backend.ts`) it connects to the engine,
+ * builds the image and prints its name: `scripts/test-containers.sh` does that once before
+ * the test workers start, so they find the image built.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Container as DockerodeContainer } from 'dockerode';
-import type { StartedDockerComposeEnvironment, StartedTestContainer } from 'testcontainers';
-import type { NodeAddress } from '../../src/types.js';
-import { sendCommand, sendCommands } from './mini-client.js';
+import type Dockerode from 'dockerode';
+import { redisImage } from './container-image.js';
+import { ContainerNode, DATA_DIR } from './container-node.js';
+import { registerTlsAddress, unregisterTlsAddress } from './mini-client.js';
+import { dataNodeConfig, harnessTls, sentinelConfig } from './node-config.js';
 import { freeClusterPort, freePort } from './ports.js';
-import { trackDir, untrackDir } from './reaper.js';
+import { confQuote, PortInUseError } from './process-node.js';
+import { trackDir, trackExitHook, untrackDir, untrackExitHook } from './reaper.js';
 import {
   CLUSTER_DEFAULTS,
   defaultUserPassword,
@@ -31,11 +51,11 @@ import {
   makeStandaloneTopology,
   SENTINEL_DEFAULTS,
   stripUndefined,
+  waitAllReady,
   waitClusterFormed,
   waitReplicasLinked,
   waitSentinelsReady,
   withLogs,
-  type HarnessNode,
 } from './topology-ops.js';
 import type {
   ClusterOptions,
@@ -44,318 +64,276 @@ import type {
   SentinelTopology,
   StandaloneOptions,
   StandaloneTopology,
+  TopologyTls,
 } from './topology-types.js';
-import { waitFor } from './wait.js';
 
-const COMPOSE_DIR = fileURLToPath(new URL('../../compose/', import.meta.url));
-const LOG_LINES_KEPT = 500;
+type Testcontainers = typeof import('testcontainers');
 
-async function loadTestcontainers() {
-  const tc = await import('testcontainers');
-  try {
-    await tc.getContainerRuntimeClient();
-  } catch (err) {
-    throw new Error(
-      'REDIS_TOPOLOGY=containers, but no container runtime is reachable (testcontainers: ' +
-        `${err instanceof Error ? err.message : String(err)}). Start Docker, or unset REDIS_TOPOLOGY to use local processes.`,
-      { cause: err },
-    );
-  }
-  return tc;
+const OWNER_LABEL = 'redis-ha-pool.owner-pid';
+const HOST_LABEL = 'redis-ha-pool.owner-host';
+const TOPOLOGY_LABEL = 'redis-ha-pool.topology';
+
+interface Engine {
+  tc: Testcontainers;
+  docker: Dockerode;
+  image: string;
 }
 
-class ContainerNode implements HarnessNode {
-  readonly host = '127.0.0.1';
-  readonly address: NodeAddress;
-  readonly pid = undefined;
-  private alive = true;
-  private paused = false;
-  private readonly log: string[] = [];
+let engine: Promise<Engine> | undefined;
+
+function connectEngine(): Promise<Engine> {
+  engine ??= (async () => {
+    // Ryuk (testcontainers' reaper) is an image to pull; the harness cleans up itself.
+    process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
+    // The containers listen on this machine's loopback. Without this, testcontainers run
+    // inside a container (/.dockerenv) looks for the gateway of a `bridge` network, which an
+    // engine started with --bridge=none does not have.
+    process.env.TESTCONTAINERS_HOST_OVERRIDE ??= '127.0.0.1';
+    const tc = await import('testcontainers');
+    let docker: Dockerode;
+    try {
+      docker = (await tc.getContainerRuntimeClient()).container.dockerode;
+    } catch (err) {
+      throw new Error(
+        `REDIS_TOPOLOGY=containers, but no container engine is reachable (DOCKER_HOST=${process.env.DOCKER_HOST ?? '(unset)'}; ` +
+          `testcontainers: ${err instanceof Error ? err.message : String(err)}). ` +
+          'Run `npm run test:containers`, which starts an engine of its own, or unset REDIS_TOPOLOGY to use local processes.',
+        { cause: err },
+      );
+    }
+    await removeOrphans(docker);
+    return { tc, docker, image: await redisImage(docker) };
+  })();
+  engine.catch(() => (engine = undefined));
+  return engine;
+}
+
+function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes containers whose owning test process (same host) is gone: it was SIGKILLed before its exit handler ran. */
+async function removeOrphans(docker: Dockerode): Promise<void> {
+  const mine = await docker.listContainers({ all: true, filters: { label: [OWNER_LABEL, `${HOST_LABEL}=${os.hostname()}`] } });
+  await Promise.all(
+    mine
+      .filter((c) => !isProcessAlive(Number(c.Labels[OWNER_LABEL])))
+      .map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)),
+  );
+}
+
+/** Every host file the TLS config names, to mount at the same path. */
+function tlsFiles(t: TopologyTls | undefined): string[] {
+  if (!t) return [];
+  const c = t.certs;
+  return [c.ca, c.server, c.client, c.expired, c.wrongHost].flatMap((f) => [f.certFile, f.keyFile]).filter((f, i, all) => all.indexOf(f) === i);
+}
+
+/** The containers of one topology and its host directory; `stop()` removes both. */
+class ContainerGroup {
+  readonly root: string;
+  readonly project = `redis-ha-pool-${randomBytes(4).toString('hex')}`;
+  readonly nodes: ContainerNode[] = [];
+  private stopping: Promise<void> | undefined;
+  private readonly exitHook = (): void => {
+    // Synchronous, at process exit: the docker CLI, by container name.
+    execFileSync('docker', ['rm', '-f', '-v', ...this.nodes.map((n) => n.name)], { stdio: 'ignore', timeout: 30_000 });
+  };
 
   constructor(
-    readonly kind: 'server' | 'sentinel',
-    readonly port: number,
-    readonly dir: string,
-    private readonly password: string | undefined,
-    private readonly container: StartedTestContainer,
-    private readonly docker: DockerodeContainer,
+    kind: string,
+    private readonly engine: Engine,
   ) {
-    this.address = { host: this.host, port };
+    this.root = mkdtempSync(path.join(os.tmpdir(), `redis-ha-pool-${kind}-`));
+    trackDir(this.root);
+    trackExitHook(this.exitHook);
+    writeFileSync(path.join(this.root, 'owner.pid'), String(process.pid));
   }
 
-  toString(): string {
-    return `${this.kind} 127.0.0.1:${this.port} (container ${this.container.getName()})`;
-  }
-
-  /** Follows the container's output into an in-memory ring buffer for `logTail()`. */
-  async followLogs(since?: number): Promise<void> {
-    const stream = await this.container.logs(since !== undefined ? { since } : {});
-    stream.on('data', (chunk: Buffer | string) => {
-      for (const line of chunk.toString().split('\n')) if (line) this.log.push(line);
-      if (this.log.length > LOG_LINES_KEPT) this.log.splice(0, this.log.length - LOG_LINES_KEPT);
+  add(
+    kind: 'server' | 'sentinel',
+    port: number,
+    password: string | undefined,
+    config: (dir: string) => string,
+    tls: TopologyTls | undefined,
+  ): ContainerNode {
+    const dir = path.join(this.root, `${kind}-${port}`);
+    mkdirSync(dir);
+    const harness = tls ? harnessTls(tls) : undefined;
+    const node = new ContainerNode({
+      kind,
+      port,
+      dir,
+      config: config(DATA_DIR),
+      password,
+      tls: harness,
+      readOnlyFiles: tlsFiles(tls),
+      image: this.engine.image,
+      name: `${this.project}-${kind}-${port}`,
+      labels: { [OWNER_LABEL]: String(process.pid), [HOST_LABEL]: os.hostname(), [TOPOLOGY_LABEL]: this.project },
     });
-    stream.on('error', () => undefined);
+    if (harness) registerTlsAddress(node.address, harness.client);
+    this.nodes.push(node);
+    return node;
   }
 
-  isAlive(): boolean {
-    return this.alive;
+  async start(nodes: readonly ContainerNode[]): Promise<void> {
+    await Promise.all(nodes.map((n) => n.start(this.engine.tc, this.engine.docker)));
   }
 
-  isPaused(): boolean {
-    return this.alive && this.paused;
-  }
-
-  query(args: readonly (string | number)[], timeoutMs = 1000) {
-    return sendCommand(this.address, args, { password: this.password, timeoutMs });
-  }
-
-  queryAll(commands: readonly (readonly (string | number)[])[], timeoutMs = 1000) {
-    return sendCommands(this.address, commands, { password: this.password, timeoutMs });
-  }
-
-  async waitReady(timeoutMs = 30_000): Promise<void> {
-    try {
-      await waitFor(async () => (await this.query(['PING'], 500)) === 'PONG', `${this} to answer PING`, timeoutMs);
-    } catch (err) {
-      throw this.withLog(err);
-    }
-  }
-
-  withLog(err: unknown): Error {
-    const message = err instanceof Error ? err.message : String(err);
-    return new Error(`${message}\n--- ${this} log tail ---\n${this.logTail(30)}\n---`, { cause: err });
-  }
-
-  /** Runs a command inside the container (REDISCLI_AUTH set when the node has a password); rejects on non-zero exit. */
-  async exec(argv: string[]): Promise<string> {
-    const env: Record<string, string> = this.password !== undefined ? { REDISCLI_AUTH: this.password } : {};
-    const r = await this.container.exec(argv, { env });
-    if (r.exitCode !== 0) throw new Error(`${argv.join(' ')} in ${this} failed: ${(r.stdout + r.stderr).trim()}`);
-    return r.stdout;
-  }
-
-  async cli(...args: string[]): Promise<string> {
-    return (await this.exec(['redis-cli', '-h', this.host, '-p', String(this.port), '-e', ...args])).trim();
-  }
-
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    if (!this.alive) return;
-    if (this.paused && signal !== 'SIGKILL') this.resume();
-    // PID 1 is tini (init: true): it forwards catchable signals to redis, and
-    // SIGKILL ends the whole container. Either way we wait for the exit.
-    await this.docker.kill({ signal });
-    await this.docker.wait();
-    this.alive = false;
-    this.paused = false;
-  }
-
-  /** Signals redis inside the container by the pid in its pidfile (synchronously, via the docker CLI). */
-  private signalInside(signal: 'STOP' | 'CONT'): void {
-    if (!this.alive) throw new Error(`${this} is not running`);
-    execFileSync('docker', ['exec', this.container.getId(), 'sh', '-c', `kill -${signal} "$(cat /data/redis.pid)"`], {
-      stdio: 'ignore',
-      timeout: 30_000,
-    });
-  }
-
-  pause(): void {
-    this.signalInside('STOP');
-    this.paused = true;
-  }
-
-  resume(): void {
-    this.signalInside('CONT');
-    this.paused = false;
-  }
-
-  async restart(): Promise<void> {
-    await this.kill('SIGKILL');
-    // Plain docker start: the config in /data survives, and unlike
-    // StartedTestContainer.restart() it does not wait on the compose health
-    // check (a replica of a dead master would never be "healthy").
-    const since = Math.floor(Date.now() / 1000);
-    await this.docker.start();
-    this.alive = true;
-    await this.followLogs(since);
-    await this.waitReady();
-  }
-
-  logTail(lines = 40): string {
-    return this.log.slice(-lines).join('\n');
-  }
-}
-
-interface Environment {
-  nodes: Map<string, ContainerNode>;
-  stop(): Promise<void>;
-}
-
-interface ServiceSpec {
-  service: string;
-  kind: 'server' | 'sentinel';
-  port: number;
-  password: string | undefined;
-}
-
-async function up(composeFile: string, env: Record<string, string>, specs: ServiceSpec[]): Promise<Environment> {
-  const tc = await loadTestcontainers();
-  const client = await tc.getContainerRuntimeClient();
-  const project = `redis-ha-pool-${randomBytes(4).toString('hex')}`;
-  const root = mkdtempSync(path.join(os.tmpdir(), `${project}-`));
-  trackDir(root);
-  let started: StartedDockerComposeEnvironment | undefined;
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      try {
-        await started?.down({ timeout: 0, removeVolumes: true });
-      } finally {
-        await rm(root, { recursive: true, force: true });
-        untrackDir(root);
-      }
-    })());
-  try {
-    started = await new tc.DockerComposeEnvironment(COMPOSE_DIR, composeFile)
-      .withProjectName(project)
-      .withEnvironment(env)
-      .withDefaultWaitStrategy(tc.Wait.forHealthCheck())
-      .withStartupTimeout(120_000)
-      .up(specs.map((s) => s.service));
-    const nodes = new Map<string, ContainerNode>();
-    for (const spec of specs) {
-      const container = started.getContainer(`${spec.service}-1`);
-      const dir = path.join(root, spec.service);
-      mkdirSync(dir);
-      const node = new ContainerNode(
-        spec.kind,
-        spec.port,
-        dir,
-        spec.password,
-        container,
-        client.container.getById(container.getId()),
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await Promise.all(
+        this.nodes.map((n) =>
+          this.engine.docker
+            .getContainer(n.name)
+            .remove({ force: true, v: true })
+            .catch((err: { statusCode?: number }) => {
+              if (err.statusCode !== 404) throw err; // 404: never created, or already removed
+            }),
+        ),
       );
-      await node.followLogs();
-      nodes.set(spec.service, node);
+      untrackExitHook(this.exitHook);
+      for (const n of this.nodes) if (n.tls) unregisterTlsAddress(n.address);
+      if (process.env.REDIS_TOPOLOGY_KEEP_DIR) {
+        process.stderr.write(`[redis-topology] keeping ${this.root}\n`);
+      } else {
+        await rm(this.root, { recursive: true, force: true });
+      }
+      untrackDir(this.root);
+    })();
+    return this.stopping;
+  }
+}
+
+/** Starts a topology; a node that lost its port to another process between pick and bind restarts the whole thing. */
+async function startGroup<T>(kind: string, build: (group: ContainerGroup) => Promise<T>): Promise<T> {
+  const e = await connectEngine();
+  for (let attempt = 1; ; attempt++) {
+    const group = new ContainerGroup(kind, e);
+    try {
+      return await build(group);
+    } catch (err) {
+      await group.stop();
+      if (!(err instanceof PortInUseError || (err as Error)?.cause instanceof PortInUseError) || attempt >= 3) throw err;
     }
-    return { nodes, stop };
-  } catch (err) {
-    await stop();
-    throw err;
   }
 }
 
-/** TLS topologies need the test certificates inside the containers; compose/ does not mount them (yet). */
-function rejectTls(tls: unknown): void {
-  if (tls !== undefined) {
-    throw new Error('REDIS_TOPOLOGY=containers does not support TLS topologies (the tls option): compose/*.yml mounts no certificates. Unset REDIS_TOPOLOGY to run them as local processes.');
-  }
-}
-
-function extraConf(config: Record<string, string> | undefined, acl: readonly string[] | undefined): string {
-  return [...Object.entries(config ?? {}).map(([k, v]) => `${k} ${v}`), ...(acl ?? [])].join('\n');
-}
-
-export async function startStandaloneContainers(options: StandaloneOptions): Promise<StandaloneTopology> {
-  rejectTls(options.tls);
-  const port = await freePort();
-  const password = defaultUserPassword(options.acl, options.password);
-  const env = await up(
-    'standalone.yml',
-    { REDIS_PORT: String(port), REDIS_PASSWORD: options.password ?? '', REDIS_EXTRA_CONF: extraConf(options.config, options.acl) },
-    [{ service: 'redis', kind: 'server', port, password }],
-  );
-  const server = env.nodes.get('redis')!;
-  try {
+export function startStandaloneContainers(options: StandaloneOptions): Promise<StandaloneTopology> {
+  return startGroup('standalone', async (group) => {
+    const password = defaultUserPassword(options.acl, options.password);
+    const port = await freePort();
+    const server = group.add('server', port, password, (dir) =>
+      dataNodeConfig({ port, dir, password: options.password, acl: options.acl, extra: options.config, tls: options.tls }),
+      options.tls,
+    );
+    await group.start([server]);
     await server.waitReady();
-  } catch (err) {
-    await env.stop();
-    throw err;
-  }
-  return makeStandaloneTopology(server, password, env.stop);
+    return makeStandaloneTopology(server, password, () => group.stop(), options.tls !== undefined);
+  });
 }
 
-export async function startSentinelContainers(options: SentinelOptions): Promise<SentinelTopology> {
-  rejectTls(options.tls);
+export function startSentinelContainers(options: SentinelOptions): Promise<SentinelTopology> {
   const o = { ...SENTINEL_DEFAULTS, ...stripUndefined(options) };
-  if (o.replicas !== 2 || o.sentinels !== 3) {
-    throw new Error('REDIS_TOPOLOGY=containers: compose/sentinel.yml has exactly 2 replicas and 3 sentinels');
-  }
-  const [masterPort, r1, r2, s1, s2, s3] = await Promise.all(Array.from({ length: 6 }, () => freePort()));
-  const sentinelPassword = defaultUserPassword(o.sentinelAcl, undefined);
-  const data = (service: string, port: number): ServiceSpec => ({ service, kind: 'server', port, password: o.masterPassword });
-  const sentinel = (service: string, port: number): ServiceSpec => ({ service, kind: 'sentinel', port, password: sentinelPassword });
-  const specs = [
-    data('master', masterPort!),
-    data('replica-1', r1!),
-    data('replica-2', r2!),
-    sentinel('sentinel-1', s1!),
-    sentinel('sentinel-2', s2!),
-    sentinel('sentinel-3', s3!),
-  ];
-  const env = await up(
-    'sentinel.yml',
-    {
-      MASTER_PORT: String(masterPort),
-      REPLICA_1_PORT: String(r1),
-      REPLICA_2_PORT: String(r2),
-      SENTINEL_1_PORT: String(s1),
-      SENTINEL_2_PORT: String(s2),
-      SENTINEL_3_PORT: String(s3),
-      MASTER_NAME: o.masterName,
-      QUORUM: String(o.quorum),
-      DOWN_AFTER_MS: String(o.downAfterMs),
-      FAILOVER_TIMEOUT_MS: String(o.failoverTimeoutMs),
-      REDIS_PASSWORD: o.masterPassword ?? '',
-      SENTINEL_EXTRA_CONF: (o.sentinelAcl ?? []).join('\n'),
-      SENTINEL_PASSWORD: sentinelPassword ?? '',
-    },
-    specs,
-  );
-  const get = (s: string) => env.nodes.get(s)!;
-  const master = get('master');
-  const replicas = [get('replica-1'), get('replica-2')];
-  const sentinels = [get('sentinel-1'), get('sentinel-2'), get('sentinel-3')];
-  try {
-    await withLogs([...env.nodes.values()], (async () => {
+  return startGroup('sentinel', async (group) => {
+    const [masterPort, ...replicaPorts] = await Promise.all(Array.from({ length: o.replicas + 1 }, () => freePort()));
+    const sentinelPorts = await Promise.all(Array.from({ length: o.sentinels }, () => freePort()));
+    const dataConfig = (port: number, replicaOf: number | undefined) => (dir: string) =>
+      dataNodeConfig({ port, dir, password: o.masterPassword, replicaOf, tls: o.tls });
+    const master = group.add('server', masterPort!, o.masterPassword, dataConfig(masterPort!, undefined), o.tls);
+    const replicas = replicaPorts.map((p) => group.add('server', p, o.masterPassword, dataConfig(p, masterPort), o.tls));
+    // As in the process backend: pre-assigned ids, so every sentinel knows the others from the start.
+    const ids = sentinelPorts.map(() => randomBytes(20).toString('hex'));
+    const sentinelPassword = defaultUserPassword(o.sentinelAcl, undefined);
+    const sentinels = sentinelPorts.map((port, i) =>
+      group.add('sentinel', port, sentinelPassword, (dir) =>
+        sentinelConfig({
+          port,
+          dir,
+          myid: ids[i]!,
+          masterName: o.masterName,
+          masterPort: masterPort!,
+          quorum: o.quorum,
+          downAfterMs: o.downAfterMs,
+          failoverTimeoutMs: o.failoverTimeoutMs,
+          masterPassword: o.masterPassword,
+          replicaPorts,
+          otherSentinels: sentinelPorts.map((p, j) => ({ port: p, id: ids[j]! })).filter((_, j) => j !== i),
+          acl: o.sentinelAcl,
+          sentinelPassword,
+          tls: o.tls,
+        }),
+        o.tls,
+      ),
+    );
+    const dataNodes = [master, ...replicas];
+    await withLogs(group.nodes, (async () => {
+      await group.start(dataNodes);
+      await waitAllReady(dataNodes);
       await waitReplicasLinked(replicas);
+    })());
+    // Sentinels start once the replicas are linked, so their first INFO of each replica shows the link up.
+    await withLogs(group.nodes, (async () => {
+      await group.start(sentinels);
+      await waitAllReady(sentinels);
       await waitSentinelsReady(sentinels, o.masterName, master.address, replicas.length, 30_000);
     })());
-  } catch (err) {
-    await env.stop();
-    throw err;
-  }
-  return makeSentinelTopology({ masterName: o.masterName, master, replicas, sentinels, stop: env.stop });
+    return makeSentinelTopology({ masterName: o.masterName, master, replicas, sentinels, stop: () => group.stop() });
+  });
 }
 
-export async function startClusterContainers(options: ClusterOptions): Promise<ClusterTopology> {
-  rejectTls(options.tls);
+export function startClusterContainers(options: ClusterOptions): Promise<ClusterTopology> {
   const o = { ...CLUSTER_DEFAULTS, ...stripUndefined(options) };
-  if (o.masters !== 3 || o.replicasPerMaster !== 1) {
-    throw new Error('REDIS_TOPOLOGY=containers: compose/cluster.yml has exactly 3 masters with 1 replica each');
-  }
-  const ports: number[] = [];
-  for (let i = 0; i < 6; i++) ports.push(await freeClusterPort());
-  const password = o.config?.requirepass;
-  const specs: ServiceSpec[] = ports.map((port, i) => ({ service: `node-${i + 1}`, kind: 'server', port, password }));
-  const env = await up(
-    'cluster.yml',
-    {
-      ...Object.fromEntries(ports.map((p, i) => [`CLUSTER_PORT_${i + 1}`, String(p)])),
-      CLUSTER_NODE_TIMEOUT: String(o.nodeTimeoutMs),
-      REDIS_EXTRA_CONF: extraConf(o.config, o.acl),
-    },
-    specs,
-  );
-  const nodes = specs.map((s) => env.nodes.get(s.service)!);
-  try {
-    await nodes[0]!.exec([
-      'redis-cli', '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`),
-      '--cluster-replicas', '1', '--cluster-yes',
-    ]);
-    await withLogs(nodes, waitClusterFormed(nodes, 3));
-    return await makeClusterTopology(nodes, env.stop);
-  } catch (err) {
-    await env.stop();
-    throw err;
-  }
+  if (o.masters < 3) throw new Error('redis-cli --cluster create needs at least 3 masters');
+  const total = o.masters * (1 + o.replicasPerMaster);
+  return startGroup('cluster', async (group) => {
+    const ports: number[] = [];
+    for (let i = 0; i < total; i++) ports.push(await freeClusterPort());
+    const password = o.config?.requirepass;
+    const nodes = ports.map((port) =>
+      group.add('server', port, password, (dir) =>
+        dataNodeConfig({
+          port,
+          dir,
+          acl: o.acl,
+          tls: o.tls,
+          cluster: true,
+          extra: {
+            'cluster-enabled': 'yes',
+            'cluster-config-file': confQuote(`${dir}/nodes.conf`),
+            'cluster-node-timeout': String(o.nodeTimeoutMs),
+            ...(password !== undefined ? { masterauth: password } : {}),
+            ...o.config,
+          },
+        }),
+        o.tls,
+      ),
+    );
+    await withLogs(nodes, (async () => {
+      await group.start(nodes);
+      await waitAllReady(nodes);
+    })());
+    // `redis-cli --cluster create`, run in the first node's container (its cli() adds -e, which create does not take).
+    const first = nodes[0]!;
+    await withLogs(nodes, first.exec([
+      'redis-cli', ...(first.tls?.cliArgs ?? []),
+      '--cluster', 'create', ...nodes.map((n) => `${n.host}:${n.port}`),
+      '--cluster-replicas', String(o.replicasPerMaster), '--cluster-yes',
+    ]));
+    await withLogs(nodes, waitClusterFormed(nodes, o.masters));
+    return await makeClusterTopology(nodes, () => group.stop());
+  });
+}
+
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const started = Date.now();
+  const { image } = await connectEngine();
+  process.stderr.write(`[container-backend] image ${image} ready in ${Date.now() - started} ms\n`);
+  process.stdout.write(`${image}\n`);
 }

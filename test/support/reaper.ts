@@ -2,13 +2,16 @@
  * Last-resort cleanup: every child process the harness starts is registered
  * here by PID, and every temp dir it creates. When this process exits, or
  * gets SIGINT/SIGTERM, each registered child still alive is SIGKILLed (by
- * PID, never by name) and the dirs are removed. Normal teardown goes through
- * `stop()`, which unregisters what it has cleaned up.
+ * PID, never by name), the exit hooks run (the container backend's removes its
+ * containers) and the dirs are removed. Normal teardown goes through `stop()`,
+ * which unregisters what it has cleaned up.
  */
 import { rmSync } from 'node:fs';
 
 const children = new Set<number>();
 const dirs = new Set<string>();
+/** Synchronous last-resort cleanups of other kinds (the container backend removes its containers). */
+const hooks = new Set<() => void>();
 let installed = false;
 
 function killAll(): void {
@@ -20,6 +23,14 @@ function killAll(): void {
     }
   }
   children.clear();
+  for (const hook of hooks) {
+    try {
+      hook();
+    } catch {
+      // best effort at exit
+    }
+  }
+  hooks.clear();
   for (const dir of dirs) {
     try {
       rmSync(dir, { recursive: true, force: true });
@@ -64,4 +75,14 @@ export function trackDir(dir: string): void {
 
 export function untrackDir(dir: string): void {
   dirs.delete(dir);
+}
+
+/** Runs `hook` (synchronously, best effort) when this process exits or gets SIGINT/SIGTERM, before the dirs go. */
+export function trackExitHook(hook: () => void): void {
+  install();
+  hooks.add(hook);
+}
+
+export function untrackExitHook(hook: () => void): void {
+  hooks.delete(hook);
 }

@@ -32,9 +32,12 @@ export interface ServerHandle {
   readonly host: string;
   readonly port: number;
   readonly address: NodeAddress;
-  /** OS pid of the redis process (the last one started); undefined for containers. */
+  /**
+   * OS pid of the redis process (the last one started). For a container: the host pid of
+   * redis in it (the engine's `State.Pid`), so `process.kill(pid, 0)` tells whether it runs.
+   */
   readonly pid: number | undefined;
-  /** The node's own directory (config, logs, cluster config). */
+  /** The node's own directory (config, logs, cluster config); for a container, the host directory mounted at `/data`. */
   readonly dir: string;
   readonly kind: 'server' | 'sentinel';
   /**
@@ -43,16 +46,16 @@ export interface ServerHandle {
    * redis-cli exits non-zero: connection failure, or an error reply (`-e`).
    */
   cli(...args: string[]): Promise<string>;
-  /** Sends `signal` (default SIGKILL) and resolves when the process has exited. No-op if not alive. */
+  /** Sends `signal` (default SIGKILL; `docker kill --signal` for a container) and resolves when the process has exited. No-op if not alive. */
   kill(signal?: NodeJS.Signals): Promise<void>;
-  /** SIGSTOP: the process stays alive but stops answering. */
+  /** SIGSTOP (`docker pause` for a container): the process stays alive but stops answering. */
   pause(): void;
-  /** SIGCONT after `pause()`. */
+  /** SIGCONT (`docker unpause`) after `pause()`. */
   resume(): void;
   /**
    * Starts the node again on the same port with the same (possibly
    * server-rewritten) config file and waits until it answers PING.
-   * A node still alive is SIGKILLed first.
+   * A node still alive is SIGKILLed first. A container is started again (`docker start`).
    */
   restart(): Promise<void>;
   /** Started and not exited (a paused node is alive). */
