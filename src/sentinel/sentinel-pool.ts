@@ -21,7 +21,7 @@ import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
 import { ClientCache, type CacheStats } from '../cache/client-cache.js';
 import { trackingCommand } from '../cache/options.js';
 import type { Connection } from '../connection/connection.js';
-import { installPubSub, type PubSubMethods } from '../pubsub/methods.js';
+import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
 
 /**
  * How a master switch was noticed: a sentinel message, the periodic poll, a READONLY reply, a
@@ -782,5 +782,5 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface SentinelPool extends PubSubMethods {}
-installPubSub(SentinelPool.prototype, false);
+export interface SentinelPool extends PubSubMethods, ShardedPubSubMethods {}
+installPubSub(SentinelPool.prototype);
