@@ -182,6 +182,34 @@ describe('the facade', () => {
     expect(await sub.ping()).toBe('PONG');
   });
 
+  it('a subscribe callback runs before any message of its channels, even one that arrives with the confirmation', async () => {
+    // Eight publishers send back to back while the handle subscribes: in about one round in ten
+    // a message shares the confirmation's read and reaches the pool before the subscribe call
+    // has resolved. The facade holds it back until the callback has run (ioredis's order, which
+    // graphql-redis-subscriptions relies on). Forty rounds make a miss all but certain to show.
+    for (let round = 0; round < 40; round++) {
+      const sub = asIoredis(pool);
+      const ch = unique('first');
+      let stop = false;
+      let sent = 0;
+      const publishers = Array.from({ length: 8 }, async () => {
+        while (!stop) await pool.publish(ch, String(++sent));
+      });
+      await waitFor(() => sent > 16, 'the publishers to run', 20_000, 1);
+      const order: string[] = [];
+      sub.on('message', (_c: string, m: string) => order.push(m));
+      await new Promise<void>((resolve) => void sub.subscribe(ch, () => {
+        order.push('callback');
+        resolve();
+      }));
+      await waitFor(() => order.length > 3, 'messages after the subscription', 20_000, 1);
+      stop = true;
+      await Promise.all(publishers);
+      await sub.quit();
+      expect(order[0], `round ${round}`).toBe('callback');
+    }
+  });
+
   it('quit() and disconnect() end the handle only: close/end events, later calls refused, blocking calls aborted, the pool and other handles unaffected', async () => {
     const a = asIoredis(pool);
     const b = a.duplicate();

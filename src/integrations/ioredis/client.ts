@@ -256,40 +256,55 @@ export class IoredisClient extends EventEmitter {
    * this handle holds. The handle keeps sending other commands while subscribed.
    */
   subscribe(...args: Array<string | Buffer | readonly string[] | IoredisCallback<number>>): Promise<number> {
-    return this.#pubsub('subscribe', args, (names) => this.#subs.add('channel', names));
+    return this.#subscribe('subscribe', 'channel', args);
   }
 
   /** Subscribes to patterns; messages arrive as `pmessage` (pattern, channel, text) and `pmessageBuffer` events. */
   psubscribe(...args: Array<string | Buffer | readonly string[] | IoredisCallback<number>>): Promise<number> {
-    return this.#pubsub('psubscribe', args, (names) => this.#subs.add('pattern', names));
+    return this.#subscribe('psubscribe', 'pattern', args);
   }
 
   /** Unsubscribes channels (all of this handle's without names); names not subscribed are ignored. */
   unsubscribe(...args: Array<string | Buffer | readonly string[] | IoredisCallback<number>>): Promise<number> {
-    return this.#pubsub('unsubscribe', args, (names) => this.#subs.remove('channel', names), true);
+    const cb = splitCallback(args) as IoredisCallback<number> | undefined;
+    return withCallback(this.#pubsub('unsubscribe', args, (names) => this.#subs.remove('channel', names), true), cb);
   }
 
   /** Unsubscribes patterns (all of this handle's without names). */
   punsubscribe(...args: Array<string | Buffer | readonly string[] | IoredisCallback<number>>): Promise<number> {
-    return this.#pubsub('punsubscribe', args, (names) => this.#subs.remove('pattern', names), true);
+    const cb = splitCallback(args) as IoredisCallback<number> | undefined;
+    return withCallback(this.#pubsub('punsubscribe', args, (names) => this.#subs.remove('pattern', names), true), cb);
   }
 
-  #pubsub(method: string, args: unknown[], run: (names: string[]) => Promise<number>, emptyOk = false): Promise<number> {
+  #subscribe(method: string, kind: 'channel' | 'pattern', args: unknown[]): Promise<number> {
     const cb = splitCallback(args) as IoredisCallback<number> | undefined;
-    let p: Promise<number>;
+    const added = this.#pubsub(method, args, (names) => this.#subs.add(kind, names));
+    // The callback first, then the held-back messages of the new names, on the same later tick.
+    const p = added.then(({ count, release }) => {
+      setImmediate(() => {
+        try {
+          if (cb !== undefined) cb(null, count);
+        } finally {
+          release();
+        }
+      });
+      return count;
+    });
+    if (cb !== undefined) p.catch((e: unknown) => void setImmediate(cb, e instanceof Error ? e : new Error(String(e))));
+    return p;
+  }
+
+  #pubsub<T>(method: string, args: unknown[], run: (names: string[]) => Promise<T>, emptyOk = false): Promise<T> {
     // Unsubscribing may have nothing to send: a closed pool must still say so.
     const refused = this.#refusal() ?? (this.status === 'end' ? this.#probe() : undefined);
-    if (refused !== undefined) p = refused;
-    else {
-      try {
-        const names = flatten(method, args).map((n) => (typeof n === 'string' ? n : Buffer.isBuffer(n) ? n.toString() : String(n)));
-        if (names.length === 0 && !emptyOk) throw new TypeError(`asIoredis: ${method}() needs at least one name.`);
-        p = run(names).catch((e: unknown) => this.#failed(e));
-      } catch (e) {
-        p = Promise.reject(e);
-      }
+    if (refused !== undefined) return refused;
+    try {
+      const names = flatten(method, args).map((n) => (typeof n === 'string' ? n : Buffer.isBuffer(n) ? n.toString() : String(n)));
+      if (names.length === 0 && !emptyOk) throw new TypeError(`asIoredis: ${method}() needs at least one name.`);
+      return run(names).catch((e: unknown) => this.#failed(e));
+    } catch (e) {
+      return Promise.reject(e);
     }
-    return withCallback(p, cb);
   }
 
   /**

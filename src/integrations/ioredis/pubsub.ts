@@ -41,13 +41,30 @@ export class HandleSubscriptions {
     return this.#held.channel.size + this.#held.pattern.size;
   }
 
-  /** Subscribes the names this handle does not hold yet; resolves once every name is confirmed. */
-  async add(kind: Kind, names: string[]): Promise<number> {
+  /**
+   * Subscribes the names this handle does not hold yet; resolves once every name is confirmed,
+   * with `release`, which the caller calls once it has told its caller (the callback on a later
+   * tick). Until then messages of the new names are held back: with ioredis a subscribe callback
+   * runs before any message of its channels, and libraries count on it (graphql-redis-
+   * subscriptions registers its listener in that callback and drops messages that come first).
+   */
+  async add(kind: Kind, names: string[]): Promise<{ count: number; release: () => void }> {
     const held = this.#held[kind];
     const fresh = [...new Set(names.filter((n) => !held.has(n)))];
     const waits: Array<Promise<unknown>> = names.filter((n) => !fresh.includes(n)).map((n) => held.get(n)!);
+    let open = false;
+    const queue: Array<() => void> = [];
+    const release = (): void => {
+      open = true;
+      for (const deliver of queue) deliver();
+      queue.length = 0;
+    };
     if (fresh.length > 0) {
-      const listener = kind === 'channel' ? this.#onMessage : this.#onPMessage;
+      const deliver = kind === 'channel' ? this.#onMessage : this.#onPMessage;
+      const listener = (message: Buffer, channel: string, pattern?: string): void => {
+        if (open) deliver(message, channel, pattern);
+        else queue.push(() => deliver(message, channel, pattern));
+      };
       const opening = kind === 'channel'
         ? this.#pool.subscribe(fresh, listener, { returnBuffers: true })
         : this.#pool.psubscribe(fresh, listener, { returnBuffers: true });
@@ -61,7 +78,7 @@ export class HandleSubscriptions {
       waits.push(opening);
     }
     await Promise.all(waits);
-    return this.count;
+    return { count: this.count, release };
   }
 
   /** Unsubscribes `names` (every name of that kind when empty); names not held are ignored, as Redis ignores them. */
