@@ -127,16 +127,19 @@ export class KeyvStore extends EventEmitter<KeyvStoreEvents> {
     return true;
   }
 
-  /** Stores several entries in one pipeline; one boolean per entry. */
-  async setMany(entries: Array<{ key: string; value: unknown; ttl?: number }>): Promise<boolean[]> {
+  /**
+   * Stores several entries in one pipeline. Resolves to one `true` per entry, which Keyv's
+   * `setMany()` passes on (typed `void` as Keyv's `KeyvStoreAdapter` declares it); rejects
+   * with the first failure.
+   */
+  async setMany(entries: Array<{ key: string; value: unknown; ttl?: number }>): Promise<void> {
     this.check();
-    if (entries.length === 0) return [];
     const p = this.pool.pipeline();
     for (const e of entries) p.call('SET', e.key, toArg(e.value), ...pxArgs(e.ttl));
-    const results = await p.exec();
+    const results = entries.length === 0 ? [] : await p.exec();
     const failed = results.find((r): r is Error => r instanceof Error);
     if (failed) throw failed;
-    return results.map(() => true);
+    return results.map(() => true) as unknown as void;
   }
 
   /** Removes a key; true when it existed. */

@@ -86,7 +86,7 @@ describe('KeyvStore on a ClusterPool', () => {
     expect(await keyv.delete(['k2', 'k150'])).toBe(true);
     expect(await keyv.has(['k0', 'k1', 'k199'])).toEqual([true, false, true]);
     const seen = new Map<string, unknown>();
-    for await (const [k, v] of keyv.iterator!()) seen.set(k as string, v);
+    for await (const [k, v] of keyv.iterator!(undefined)) seen.set(k as string, v);
     expect(seen.size).toBe(200 - 3 + 1);
     expect(seen.get('k0')).toEqual({ i: 0 });
     expect(seen.get('new')).toBe('during');

@@ -34,7 +34,7 @@ describe('KeyvStore on a StandalonePool', () => {
     expect(typeof keyv.iterator).toBe('function');
     await keyv.set('a', 1);
     const seen: Array<[string, unknown]> = [];
-    for await (const entry of keyv.iterator!()) seen.push(entry as [string, unknown]);
+    for await (const entry of keyv.iterator!(undefined)) seen.push(entry as [string, unknown]);
     expect(seen).toEqual([['a', 1]]);
   });
 
