@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resp, startFakeServer } from '../support/fake-server.js';
@@ -8,6 +9,7 @@ import {
   startCluster,
   startSentinel,
   startStandalone,
+  topologyBackend,
   waitFor,
   type ClusterTopology,
   type SentinelTopology,
@@ -44,6 +46,36 @@ describe('waitFor / freePort', () => {
     await new Promise<void>((resolve) => server.listen(a, '127.0.0.1', resolve));
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
+});
+
+function parentPid(pid: number): number {
+  return Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(pid)], { encoding: 'utf8' }).trim());
+}
+
+describe(`the ${topologyBackend()} backend (REDIS_TOPOLOGY)`, () => {
+  const containers = topologyBackend() === 'containers';
+  it(
+    containers
+      ? 'runs a node in a container of its own: not our child, another mount namespace, in a docker cgroup'
+      : 'runs a node as a child process of this test process',
+    async () => {
+      const topo = await startStandalone();
+      try {
+        const pid = topo.server.pid;
+        expect(isRunning(pid)).toBe(true);
+        if (containers) {
+          expect(parentPid(pid!)).not.toBe(process.pid);
+          expect(readlinkSync(`/proc/${pid}/ns/mnt`)).not.toBe(readlinkSync('/proc/self/ns/mnt'));
+          expect(readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toMatch(/docker/);
+        } else {
+          expect(parentPid(pid!)).toBe(process.pid);
+        }
+        expect(await topo.server.cli('PING')).toBe('PONG');
+      } finally {
+        await topo.stop();
+      }
+    },
+  );
 });
 
 describe('standalone', () => {
