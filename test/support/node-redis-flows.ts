@@ -202,7 +202,7 @@ export function rateLimiterFlexibleFlows(ctx: FlowContext): void {
 
 type AdapterFactory = NonNullable<Partial<ServerOptions>['adapter']>;
 
-interface IoNode {
+export interface IoNode {
   io: IoServer;
   client: ClientSocket;
   close(): Promise<void>;
@@ -234,14 +234,14 @@ async function ioNode(adapter: AdapterFactory, room: string): Promise<IoNode> {
 }
 
 /** Events of one kind a client received. */
-function collect(client: ClientSocket, event: string): unknown[][] {
+export function collect(client: ClientSocket, event: string): unknown[][] {
   const got: unknown[][] = [];
   client.on(event, (...args: unknown[]) => got.push(args));
   return got;
 }
 
 /** Two servers, each on its own pool with its own adapter, and what a test checks through them. */
-export async function ioPair(ctx: FlowContext, make: (pool: AnyPool) => AdapterFactory): Promise<{ a: IoNode; b: IoNode; room: string; close(): Promise<void> }> {
+export async function ioPair(ctx: FlowContext, make: (pool: AnyPool) => AdapterFactory): Promise<{ a: IoNode; b: IoNode; room: string; pools: AnyPool[]; close(): Promise<void> }> {
   const pools = [await ctx.createPool(), await ctx.createPool()];
   const room = unique('room');
   const nodes: IoNode[] = [];
@@ -256,7 +256,7 @@ export async function ioPair(ctx: FlowContext, make: (pool: AnyPool) => AdapterF
   // Every broadcast, request and response goes through Redis: wait until both servers count two.
   await waitFor(async () => (await a.io.of('/').adapter.serverCount()) === 2 && (await b.io.of('/').adapter.serverCount()) === 2, 'both servers to count two servers');
   return {
-    a, b, room,
+    a, b, room, pools,
     close: async () => {
       // Servers first: a pool closed under a running adapter would fail its calls.
       await Promise.all(nodes.map((n) => n.close()));
