@@ -180,10 +180,14 @@ export class AllSentinelsDownError extends AggregateError {
   readonly tried: NodeAddress[];
   constructor(errors: unknown[], tried: NodeAddress[], masterName: string) {
     const allAuth = errors.length > 0 && errors.every((e) => e instanceof AuthenticationError);
+    // A data node given where a sentinel belongs answers, but knows no SENTINEL command.
+    const noSentinel = errors.length > 0 && errors.every((e) => e instanceof RedisError && /unknown command .?sentinel/i.test(e.message));
     const last = errors[errors.length - 1];
     const hint = allAuth
       ? 'authentication failed on every sentinel: check sentinelUsername / sentinelPassword (the sentinels\' own credentials).'
-      : `check that the sentinels are running and reachable (last error: ${last instanceof Error ? last.message : String(last)}).`;
+      : noSentinel
+        ? 'they answered but know no SENTINEL command, so they are Redis servers, not sentinels. SentinelPool.create() takes the addresses of the sentinels (redis-sentinel, port 26379 by default); for one server without Sentinel use StandalonePool.'
+        : `check that the sentinels are running and reachable (last error: ${last instanceof Error ? last.message.replace(/\.$/, '') : String(last)}).`;
     super(errors, `Could not use any sentinel for master "${masterName}" (tried ${tried.map(formatAddress).join(', ')}); ${hint}`, { cause: last });
     this.tried = tried;
   }

@@ -5,6 +5,7 @@ import { NodePool } from '../pool/node-pool.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { ResolvedClusterOptions } from './options.js';
 import { refreshOrder } from './refresh-order.js';
+import { seedFailureMessage } from './seed-errors.js';
 import { applyMoved, slotMapFromShards, slotMapFromSlots, SlotMap, type ClusterNode } from './slot-map.js';
 import { SLOT_COUNT } from './slot.js';
 import { trackingCommand } from '../cache/options.js';
@@ -197,10 +198,7 @@ export class Topology {
       // Wrong credentials are the user's to fix: say so with the class every mode uses.
       const auth = errors.find((e) => e instanceof AuthenticationError);
       const Err = auth ? AuthenticationError : ConnectionError;
-      throw new Err(
-        `Could not load the cluster slot map from any seed (${this.o.seeds.map(formatAddress).join(', ')}): ` + errors.map((e) => e.message).join('; '),
-        { cause: agg },
-      );
+      throw new Err(seedFailureMessage(this.o.seeds, errors), { cause: agg });
     }
     this.install(map, false);
     if (this.o.refreshInterval > 0) {

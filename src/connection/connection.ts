@@ -13,7 +13,8 @@ import type { Credentials } from './credentials.js';
 import { MAX_TIMER, type ResolvedConnectionOptions } from './options.js';
 import { authArgs, clause, handshakeError, handshakeSteps, scrubSecret } from './handshake.js';
 import { scheduleFlush, type Flushable } from './flush-scheduler.js';
-import { handshakeClosedMessage, tlsHint } from './tls-errors.js';
+import { handshakeClosedMessage, socketErrorMessage, tlsErrorSummary, tlsHint } from './tls-errors.js';
+import { PROBE_LIMIT_MS, readTlsAlert, speaksTls, watchForPlainPort } from './diagnose.js';
 import { Confirmations, type ConfirmationHost } from './confirmations.js';
 import { Command, partsSize, QUEUED, SETTLED, WRITTEN, type SendOptions } from './command.js';
 import { confirmationKind, entersSubscribed, isEnteringConfirmation, isResp2Push, pushConfirms } from './pubsub-replies.js';
@@ -109,7 +110,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     socket.on('error', (err) => {
       const hint = opts.tls ? tlsHint(err) : undefined;
       this.destroy(new ConnectionError(
-        hint ? `The TLS connection to ${this.label} failed: ${clause(err.message)}; ${hint}.` : `Connection to ${this.label} failed: ${err.message}`,
+        hint ? `The TLS connection to ${this.label} failed (${tlsErrorSummary(err)}): ${hint}.` : socketErrorMessage(this.label, err),
         { cause: err, address },
       ));
     });
@@ -151,6 +152,16 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
           }, opts.connectTimeout);
         })
       : undefined;
+    // A TLS handshake still unanswered after a second: is this a plain port? (see diagnose.ts)
+    let plainPortError: ((err: Error) => void) | undefined;
+    const plainPort = opts.tls ? new Promise<never>((_, reject) => (plainPortError = reject)) : undefined;
+    plainPort?.catch(() => {});
+    const stopPlainCheck = opts.tls
+      ? watchForPlainPort(address, label, connectDeadline, () => conn.secured || conn.isClosed, (err) => {
+          conn.destroy(err);
+          plainPortError!(err);
+        })
+      : () => {};
     try {
       const work = (async () => {
         await new Promise<void>((resolve, reject) => {
@@ -161,9 +172,10 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
           });
           conn.once('close', (e) => reject(e));
         });
-        await conn.handshake(await credentials, extraHandshake, verify);
+        stopPlainCheck();
+        await conn.handshake(await credentials, extraHandshake, verify, connectDeadline);
       })();
-      await (deadline ? Promise.race([work, deadline]) : work);
+      await Promise.race([work, ...(deadline ? [deadline] : []), ...(plainPort ? [plainPort] : [])]);
       conn.isReady = true;
       conn.lastActivity = Date.now();
       if (opts.pingInterval > 0) conn.arm(conn.lastActivity + opts.pingInterval);
@@ -173,11 +185,12 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       throw err;
     } finally {
       if (timer) clearTimeout(timer);
+      stopPlainCheck();
       signal?.removeEventListener('abort', onAbort);
     }
   }
 
-  private async handshake(creds: Credentials | null, extra: Arg[][], verify: boolean): Promise<void> {
+  private async handshake(creds: Credentials | null, extra: Arg[][], verify: boolean, connectDeadline: number): Promise<void> {
     const steps = handshakeSteps(this.opts, creds, extra, verify);
     if (steps.length === 0) return;
     // One write for the whole handshake; the first failure is the one reported.
@@ -185,7 +198,10 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     const context = { label: this.label, address: this.address, creds, tls: this.opts.tls !== undefined, closedError: this.closedError };
     for (let i = 0; i < steps.length; i++) {
       const err = handshakeError(steps[i]!, results[i], context);
-      if (err) throw err;
+      if (!err) continue;
+      // Cut off rather than refused: find out why before saying so.
+      if (results[i] instanceof RedisError || !(err instanceof ConnectionError)) throw err;
+      throw await this.diagnoseClosed(err, steps[i]!.what, connectDeadline > 0 ? connectDeadline - Date.now() : this.opts.connectTimeout || PROBE_LIMIT_MS);
     }
   }
 
@@ -225,8 +241,33 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     } catch (err) {
       if (!(err instanceof ConnectionError) || err instanceof AuthenticationError) throw err;
       const root = (this.closedError?.cause as Error | undefined) ?? this.closedError ?? err;
-      throw new ConnectionError(handshakeClosedMessage(this.label, String(args[0]), root, this.opts.tls !== undefined), { cause: root, address: this.address });
+      const closed = new ConnectionError(handshakeClosedMessage(this.label, String(args[0]), root, this.opts.tls !== undefined), { cause: root, address: this.address });
+      throw await this.diagnoseClosed(closed, String(args[0]), this.opts.connectTimeout || PROBE_LIMIT_MS);
     }
+  }
+
+  /**
+   * A connection cut during its first exchange has several explanations; one read-only probe
+   * (diagnose.ts) names the one that holds: the TLS alert the server sent (a client certificate
+   * it requires), or a TLS port reached in plain TCP. Otherwise `closed` stands as it is.
+   */
+  private async diagnoseClosed(closed: ConnectionError, step: string, budgetMs: number): Promise<ConnectionError> {
+    if (tlsHint(closed.cause) !== undefined) return closed; // the alert won the race: nothing to add
+    // Only a server that cut us off has something to tell (not a timeout, nor our own close).
+    const code = (closed.cause as { code?: unknown } | undefined)?.code;
+    const cut = code === 'ECONNRESET' || code === 'EPIPE' || (closed.cause instanceof ConnectionError && closed.cause.cause === undefined && /closed by the server/.test(closed.cause.message));
+    if (!cut) return closed;
+    if (this.opts.tls) {
+      const alert = await readTlsAlert(this.address, this.opts.tls, budgetMs);
+      return alert ? new ConnectionError(handshakeClosedMessage(this.label, step, alert, true), { cause: alert, address: this.address }) : closed;
+    }
+    if (await speaksTls(this.address, budgetMs)) {
+      return new ConnectionError(
+        `${this.label} speaks TLS: it closed this plain-TCP connection during the handshake (${step}), and a TLS handshake with it succeeds: set the tls option (with the server's CA as tls.ca) or use a rediss:// URL.`,
+        { cause: closed.cause, address: this.address },
+      );
+    }
+    return closed;
   }
 
   /** True while the connection is in RESP2 subscribed mode (only (P|S)SUBSCRIBE, PING … allowed). */

@@ -69,9 +69,20 @@ export function handshakeError(step: HandshakeStep, outcome: unknown, c: Handsha
       { cause: r, address: c.address },
     );
   }
-  if (r.code === 'WRONGPASS' || r.code === 'NOAUTH' || /AUTH|password/i.test(r.message) && (step.what === 'AUTH' || step.what === 'HELLO 3')) {
+  // Redis 6+ without requirepass refuses AUTH <password> for the default user.
+  if (/without any password configured/i.test(r.message) && (step.what === 'AUTH' || step.what === 'HELLO 3')) {
     return new AuthenticationError(
-      `Authentication failed for user "${c.creds?.username ?? 'default'}" at ${c.label}: ${sentence(r.message)} Check username and password.`,
+      `${c.label} has no password set for user "default", but a password was given: remove the password option (or set requirepass on the server)${c.creds?.username ? '' : '; for an ACL user also set username'}.`,
+      { cause: r, address: c.address },
+    );
+  }
+  if (r.code === 'WRONGPASS' || r.code === 'NOAUTH' || /AUTH|password/i.test(r.message) && (step.what === 'AUTH' || step.what === 'HELLO 3')) {
+    const user = c.creds?.username;
+    return new AuthenticationError(
+      `Authentication failed for user "${user ?? 'default'}" at ${c.label}: ${sentence(r.message)} ` +
+        (user
+          ? `Check the password option, and that the ACL user "${user}" exists and is on (ACL LIST on the server).`
+          : 'Check the password option (for the default user it is the server\'s requirepass; for an ACL user also set username).'),
       { cause: r, address: c.address },
     );
   }
