@@ -1,7 +1,7 @@
 import type { ResolvedConnectionOptions } from '../connection/options.js';
 import { AllSentinelsDownError, AuthenticationError, ConnectionError, MasterNotMonitoredError, RedisError } from '../errors.js';
 import { formatAddress, type NodeAddress } from '../types.js';
-import { oneShot, oneShotAll, parseMasterAddr, parseMasterRecord, parseRole, parseSentinels, healthyReplicas } from './sentinel-client.js';
+import { isPermissionError, oneShot, oneShotAll, parseMasterAddr, parseMasterRecord, parseRole, parseSentinels, healthyReplicas } from './sentinel-client.js';
 
 /** What discovery needs to know. */
 export interface DiscoveryContext {
@@ -14,6 +14,11 @@ export interface DiscoveryContext {
   dataConn: ResolvedConnectionOptions;
   /** Maps announced addresses to reachable ones. */
   natMap: (a: NodeAddress) => NodeAddress;
+  /**
+   * Sentinels (`host:port`) whose ACL refused `SENTINEL MASTER`: asked for the address only from
+   * then on, so a minimal sentinel user costs one denial per sentinel, not one per re-check.
+   */
+  noMasterRecord?: Set<string>;
 }
 
 /** The master as the sentinels name it, before ROLE verification. */
@@ -118,14 +123,16 @@ export function newestAnswer(answers: ReadonlyArray<MasterAnswer | undefined>): 
  * promoted replica. A sentinel user not allowed `SENTINEL MASTER` gives no epoch. Null: name unknown.
  */
 async function askOne(sentinel: NodeAddress, ctx: DiscoveryContext): Promise<MasterAnswer | null> {
+  const withRecord = !ctx.noMasterRecord?.has(formatAddress(sentinel));
   const [addrReply, masterReply] = await oneShotAll(sentinel, ctx.sentinelConn, [
     ['SENTINEL', 'get-master-addr-by-name', ctx.masterName],
-    ['SENTINEL', 'MASTER', ctx.masterName],
+    ...(withRecord ? [['SENTINEL', 'MASTER', ctx.masterName]] : []),
   ]);
   if (addrReply instanceof Error) throw addrReply;
   const addr = parseMasterAddr(addrReply!);
   if (addr === null) return null;
-  const record = masterReply instanceof Error ? null : parseMasterRecord(masterReply!);
+  if (masterReply instanceof Error && isPermissionError(masterReply)) (ctx.noMasterRecord ??= new Set()).add(formatAddress(sentinel));
+  const record = masterReply === undefined || masterReply instanceof Error ? null : parseMasterRecord(masterReply);
   return { address: ctx.natMap(addr), sentinel, epoch: record?.epoch };
 }
 

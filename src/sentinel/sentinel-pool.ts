@@ -16,6 +16,7 @@ import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
 import { SentinelWatcher } from './watcher.js';
 import { PromotionWatch } from './promotion-watch.js';
+import { isPermissionError } from './sentinel-client.js';
 import { blindWindow, epochAfterSwitch, judgeAnswer } from './master-view.js';
 import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
 import { ClientCache, type CacheStats } from '../cache/client-cache.js';
@@ -217,11 +218,12 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private hub: PubSubHub | undefined;
   private readonly cache: ClientCache | undefined;
 
-  private constructor(o: ResolvedSentinelOptions, master: NodeAddress, epoch: number | undefined) {
+  private constructor(o: ResolvedSentinelOptions, master: NodeAddress, epoch: number | undefined, noMasterRecord: Set<string> | undefined) {
     super();
     this.o = o;
     this.epoch = epoch;
-    this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap };
+    // What create()'s discovery learned (sentinels refusing SENTINEL MASTER) is not asked again.
+    this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap, noMasterRecord };
     this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.onGateStall());
     this.cache = o.cache ? new ClientCache(o.cache) : undefined;
     this.node = this.makeNode(master, true);
@@ -279,7 +281,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         await sleep(backoffDelay(attempt, o.pool.reconnect));
       }
     }
-    const pool = new SentinelPool(o, master, epoch);
+    const pool = new SentinelPool(o, master, epoch, ctx.noMasterRecord);
     try {
       if (o.role === 'master') await pool.node.lane();
       else await pool.loadReplicas();
@@ -622,8 +624,20 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       .then((found) => {
         if (!this.closed) watch.set(found.filter((a) => !sameAddress(a, this.node.target)));
       })
-      .catch((err) => {
-        if (!this.closed) this.emit('error', err as Error);
+      .catch((err: unknown) => {
+        if (this.closed) return;
+        if (isPermissionError(err)) {
+          // The sentinel user may not list replicas: no watch (said once); sentinel messages, the
+          // poll and READONLY still move the pool, with the blind window they leave.
+          watch.stop();
+          this.promotionWatch = undefined;
+          this.emit('error', new ConnectionError(
+            `The sentinel user may not run SENTINEL REPLICAS (${(err as Error).message}), so the pool cannot watch the replicas of "${this.o.masterName}" for a promotion it does not hear of; grant +sentinel|replicas, or set watchReplicas: false to silence this.`,
+            { cause: err, address: { ...this.o.sentinels[0]! } },
+          ));
+          return;
+        }
+        this.emit('error', err as Error);
       })
       .finally(() => {
         this.watchRefresh = undefined;

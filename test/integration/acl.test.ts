@@ -156,6 +156,23 @@ async function denials(nodes: readonly ServerHandle[], adminPassword: string | u
   return [...out].sort();
 }
 
+/** ACL LOG denials of `username` on each node: `reason:object` -> how many times (the log folds repeats into one entry's count). */
+async function denialCounts(nodes: readonly ServerHandle[], adminPassword: string | undefined, username: string): Promise<Array<Map<string, number>>> {
+  const out: Array<Map<string, number>> = [];
+  for (const n of nodes) {
+    const counts = new Map<string, number>();
+    const log = (await sendCommand(n.address, ['ACL', 'LOG'], { password: adminPassword })) as RespValue[];
+    for (const entry of log) {
+      const e = pairsToMap(entry);
+      if (e.get('username') !== username) continue;
+      const k = `${e.get('reason')}:${e.get('object')}`;
+      counts.set(k, (counts.get(k) ?? 0) + Number(e.get('count') ?? 1));
+    }
+    out.push(counts);
+  }
+  return out;
+}
+
 /** Every `user=` of the connections named `clientName` on a node. */
 async function usersOfClients(node: NodeAddress, adminPassword: string | undefined, clientName: string): Promise<string[]> {
   const text = String(await sendCommand(node, ['CLIENT', 'LIST'], { password: adminPassword }));
@@ -591,10 +608,12 @@ describe('sentinel: a sentinel user and a data-node user', () => {
     }
   });
 
-  it('the minimal sentinel user (SUBSCRIBE on the channels, get-master-addr-by-name, sentinels) follows a SENTINEL FAILOVER by pub/sub, write fence included', async () => {
+  it('the minimal sentinel user (SUBSCRIBE on the channels, get-master-addr-by-name, sentinels) follows a SENTINEL FAILOVER by pub/sub, write fence included; without SENTINEL MASTER/REPLICAS it is refused each once, says so, and stops asking', async () => {
     await resetAclLog([...topo.sentinels], undefined);
     await resetAclLog(topo.dataNodes, ADMIN_PW);
     const pool = await create({ ...USERS, sentinelUsername: 'sentinel-sub' });
+    const errors: Error[] = [];
+    pool.on('error', (e) => errors.push(e));
     const starts: unknown[] = [];
     const failovers: Array<{ to: NodeAddress; detectedBy: string }> = [];
     pool.on('failover-start', (e) => starts.push(e));
@@ -611,7 +630,18 @@ describe('sentinel: a sentinel user and a data-node user', () => {
     expect(starts.length).toBeGreaterThanOrEqual(1); // +try-failover & co. arrived: the fence engaged
     await pool.set('app:fo:after', '2');
     expect(await sendCommand(to, ['GET', 'app:fo:after'], { password: ADMIN_PW })).toBe('2');
-    expect(await denials(topo.sentinels, undefined, 'sentinel-sub')).toEqual([]);
+    // What the minimal user lacks costs one denial per sentinel (the config epoch, SENTINEL MASTER)
+    // and one in all (the replicas to watch, SENTINEL REPLICAS), not one per re-check.
+    const counts = await denialCounts(topo.sentinels, undefined, 'sentinel-sub');
+    for (const c of counts) {
+      expect([...c.keys()].every((k) => k === 'command:sentinel|master' || k === 'command:sentinel|replicas')).toBe(true);
+      expect(c.get('command:sentinel|master') ?? 0).toBeLessThanOrEqual(1);
+    }
+    expect(counts.reduce((n, c) => n + (c.get('command:sentinel|replicas') ?? 0), 0)).toBe(1);
+    const said = errors.filter((e) => /may not run SENTINEL REPLICAS/.test(e.message));
+    expect(said).toHaveLength(1);
+    expect(said[0]!.message).toMatch(/\+sentinel\|replicas/);
+    expect(pool.stats().watchedReplicas).toEqual([]);
     expect(await denials(topo.dataNodes, ADMIN_PW, 'app')).toEqual([]);
   });
 
@@ -639,7 +669,7 @@ describe('sentinel: a sentinel user and a data-node user', () => {
     const to = await topo.waitForNewMaster(from);
     await waitFor(() => failovers.length >= 1, 'the pool to follow the failover', 20_000);
     expect(failovers[0]!.to).toEqual(to);
-    expect(['poll', 'reconnect', 'readonly']).toContain(failovers[0]!.detectedBy);
+    expect(['poll', 'reconnect', 'readonly', 'promotion']).toContain(failovers[0]!.detectedBy);
     // SENTINEL master showed failover_in_progress: the write fence engaged without pub/sub.
     expect(starts.map((s) => s.event)).toContain('poll:failover_in_progress');
     await pool.set('app:poll:after', '2');

@@ -217,12 +217,18 @@ describe('Sentinel', () => {
       await pool.set('diag:s', '1');
       expect(r.started()[0]).toMatchObject({ command: 'SET', mode: 'sentinel', address: from, attempt: 1 });
 
+      const emitted: Array<{ fenced: boolean; blindMs: number | undefined }> = [];
+      pool.on('failover', (e) => emitted.push(e));
       expect(await topo.sentinels[0]!.cli('SENTINEL', 'FAILOVER', topo.masterName)).toBe('OK');
       const events = r.of<FailoverDiagnostic>(DIAGNOSTICS_CHANNELS.failover);
       await waitFor(() => events.length >= 1, 'a redis-ha-pool:failover message', 30_000);
       const to = await topo.waitForNewMaster(from);
       expect(events[0]).toMatchObject({ masterName: topo.masterName, from, to });
-      expect(['pubsub', 'poll', 'readonly', 'reconnect']).toContain(events[0]!.detectedBy);
+      expect(['pubsub', 'poll', 'readonly', 'reconnect', 'promotion']).toContain(events[0]!.detectedBy);
+      // The channel says what the event says: the pool heard the leader, so the fence came first.
+      await waitFor(() => emitted.length >= 1, 'the failover event');
+      expect(emitted[0]).toEqual({ ...emitted[0], fenced: true, blindMs: 0 });
+      expect({ fenced: events[0]!.fenced, blindMs: events[0]!.blindMs }).toEqual({ fenced: emitted[0]!.fenced, blindMs: emitted[0]!.blindMs });
 
       await pool.with({ idempotent: true }).set('diag:s', '2');
       const last = r.started().at(-1)!;
