@@ -206,11 +206,11 @@ export class BullMQClient extends EventEmitter implements IRedisClient {
   // ------------------------------------------------------------------ commands
 
   /** Any command through the pool (blocking ones on this handle's own connection). */
-  call(command: string, ...args: Arg[]): Promise<Reply> {
+  async call(command: string, ...args: Arg[]): Promise<Reply> {
     return this.pool.call(command, ...args);
   }
 
-  hgetall(key: string): Promise<Record<string, string>> {
+  async hgetall(key: string): Promise<Record<string, string>> {
     return this.pool.hgetall(key) as Promise<Record<string, string>>;
   }
   async hget(key: string, field: string): Promise<string | null> {
@@ -220,20 +220,20 @@ export class BullMQClient extends EventEmitter implements IRedisClient {
     return (await this.pool.call<Array<string | null>>('HMGET', key, ...fields)).map((v) => v ?? null);
   }
   /** `hset(key, { field: value })`, or ioredis's `hset(key, field, value, …)`. */
-  hset(key: string, data: Record<string, string | number> | string, ...rest: unknown[]): Promise<number> {
+  async hset(key: string, data: Record<string, string | number> | string, ...rest: unknown[]): Promise<number> {
     const args = typeof data === 'string' ? [data, ...rest].map(toArg) : flatRecord('hset', data);
     return this.pool.call<number>('HSET', key, ...args);
   }
-  hdel(key: string, ...fields: string[]): Promise<number> {
+  async hdel(key: string, ...fields: string[]): Promise<number> {
     return this.pool.call<number>('HDEL', key, ...fields);
   }
-  hexists(key: string, field: string): Promise<number> {
+  async hexists(key: string, field: string): Promise<number> {
     return this.pool.call<number>('HEXISTS', key, field);
   }
-  get(key: string): Promise<string | null> {
+  async get(key: string): Promise<string | null> {
     return this.pool.call<string | null>('GET', key);
   }
-  set(key: string, value: string | number, options?: { PX?: number; EX?: number }): Promise<string | null> {
+  async set(key: string, value: string | number, options?: { PX?: number; EX?: number }): Promise<string | null> {
     checkOptions('set', options, ['PX', 'EX']);
     const ttl: Arg[] = options?.PX !== undefined ? ['PX', options.PX] : options?.EX !== undefined ? ['EX', options.EX] : [];
     return this.pool.call<string | null>('SET', key, toArg(value), ...ttl);
@@ -252,29 +252,29 @@ export class BullMQClient extends EventEmitter implements IRedisClient {
     if (options?.WITHSCORES) return flatWithScores(await this.pool.call('ZREVRANGE', key, start, end, 'WITHSCORES'));
     return members(await this.pool.call('ZREVRANGE', key, start, end));
   }
-  zcard(key: string): Promise<number> {
+  async zcard(key: string): Promise<number> {
     return this.pool.call<number>('ZCARD', key);
   }
   async zscore(key: string, member: string): Promise<string | null> {
     const s = await this.pool.call('ZSCORE', key, member);
     return s === null ? null : scoreString(s);
   }
-  lrange(key: string, start: number, end: number): Promise<string[]> {
+  async lrange(key: string, start: number, end: number): Promise<string[]> {
     return this.pool.call<string[]>('LRANGE', key, start, end);
   }
-  llen(key: string): Promise<number> {
+  async llen(key: string): Promise<number> {
     return this.pool.call<number>('LLEN', key);
   }
-  ltrim(key: string, start: number, end: number): Promise<string> {
+  async ltrim(key: string, start: number, end: number): Promise<string> {
     return this.pool.call<string>('LTRIM', key, start, end);
   }
-  lpos(key: string, value: string): Promise<number | null> {
+  async lpos(key: string, value: string): Promise<number | null> {
     return this.pool.call<number | null>('LPOS', key, value);
   }
   async smembers(key: string): Promise<string[]> {
     return members(await this.pool.call('SMEMBERS', key));
   }
-  xadd(key: string, id: string, fields: Record<string, string | number>, options?: { MAXLEN?: number; approximate?: boolean }): Promise<string> {
+  async xadd(key: string, id: string, fields: Record<string, string | number>, options?: { MAXLEN?: number; approximate?: boolean }): Promise<string> {
     const [cmd, ...args] = xaddArgs(key, id, fields, options);
     return this.pool.call<string>(String(cmd), ...args);
   }
@@ -283,7 +283,7 @@ export class BullMQClient extends EventEmitter implements IRedisClient {
     const { args, blocks } = xreadArgs(streams, options);
     return streamsReply(blocks ? await this.blocking(args) : await this.pool.call(String(args[0]), ...args.slice(1)));
   }
-  xtrim(key: string, strategy: 'MAXLEN', threshold: number, options?: { approximate?: boolean }): Promise<number> {
+  async xtrim(key: string, strategy: 'MAXLEN', threshold: number, options?: { approximate?: boolean }): Promise<number> {
     checkOptions('xtrim', options, ['approximate']);
     return this.pool.call<number>('XTRIM', key, strategy, ...(options?.approximate !== false ? ['~'] : []), threshold);
   }
@@ -306,11 +306,11 @@ export class BullMQClient extends EventEmitter implements IRedisClient {
     await this.dedicated().connect();
     return 'OK';
   }
-  clientList(): Promise<string> {
+  async clientList(): Promise<string> {
     return this.pool.call<string>('CLIENT', 'LIST');
   }
   /** This handle's own connection's CLIENT INFO when it has one, else a pool connection's. */
-  clientInfo(): Promise<string> {
+  async clientInfo(): Promise<string> {
     const own = this.own;
     return own && !own.closed ? own.call<string>('CLIENT', 'INFO') : this.pool.call<string>('CLIENT', 'INFO');
   }
@@ -353,31 +353,31 @@ export class BullMQClient extends EventEmitter implements IRedisClient {
   }
 
   // Commands outside IRedisClient that BullMQ's adapter conformance test and users call (ioredis argument order).
-  zadd(key: string, ...scoreMembers: Array<string | number>): Promise<number> {
+  async zadd(key: string, ...scoreMembers: Array<string | number>): Promise<number> {
     return this.pool.call<number>('ZADD', key, ...scoreMembers);
   }
-  zrem(key: string, ...m: string[]): Promise<number> {
+  async zrem(key: string, ...m: string[]): Promise<number> {
     return this.pool.call<number>('ZREM', key, ...m);
   }
-  lpush(key: string, ...values: Array<string | number>): Promise<number> {
+  async lpush(key: string, ...values: Array<string | number>): Promise<number> {
     return this.pool.call<number>('LPUSH', key, ...values);
   }
-  rpush(key: string, ...values: Array<string | number>): Promise<number> {
+  async rpush(key: string, ...values: Array<string | number>): Promise<number> {
     return this.pool.call<number>('RPUSH', key, ...values);
   }
-  sadd(key: string, ...m: Array<string | number>): Promise<number> {
+  async sadd(key: string, ...m: Array<string | number>): Promise<number> {
     return this.pool.call<number>('SADD', key, ...m);
   }
-  scard(key: string): Promise<number> {
+  async scard(key: string): Promise<number> {
     return this.pool.call<number>('SCARD', key);
   }
-  xlen(key: string): Promise<number> {
+  async xlen(key: string): Promise<number> {
     return this.pool.call<number>('XLEN', key);
   }
-  exists(...keys: string[]): Promise<number> {
-    return keys.length === 0 ? Promise.resolve(0) : this.pool.call<number>('EXISTS', ...keys);
+  async exists(...keys: string[]): Promise<number> {
+    return keys.length === 0 ? 0 : this.pool.call<number>('EXISTS', ...keys);
   }
-  incr(key: string): Promise<number> {
+  async incr(key: string): Promise<number> {
     return this.pool.call<number>('INCR', key);
   }
 }
