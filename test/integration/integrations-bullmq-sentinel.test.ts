@@ -35,6 +35,10 @@ describe('asBullMQ on a SentinelPool', () => {
       const name = 'failover-stream';
       const queue = closer.add(new Queue(name, { connection, prefix: 'bull' }));
       const events = closer.add(new QueueEvents(name, { connection, prefix: 'bull' }));
+      const eventErrors: string[] = [];
+      events.on('error', (e) => eventErrors.push(`${e.name}: ${e.message}`));
+      let lastEventAt = 0;
+      events.on('completed', () => (lastEventAt = Date.now()));
       await events.waitUntilReady();
       const runs = new Map<string, number>();
       const completedAt: number[] = [];
@@ -94,8 +98,11 @@ describe('asBullMQ on a SentinelPool', () => {
         `BullMQ through SENTINEL FAILOVER: ${added.length} jobs added (${addErrors.length} add failures), ${counts.completed} completed, ` +
           `${counts.failed} failed, lost ${neverRun.length}, processed twice ${twice.length}, stalled ${stalled}; ` +
           `pool switched ${switchedAt - t0} ms after the command, longest pause in completions ${pause} ms; ` +
-          `worker error events: ${workerErrors.length}${workerErrors.length ? ` (first: ${workerErrors[0]})` : ''}; own connections ${statsOf(pool).dedicated}`,
+          `worker error events: ${workerErrors.length}${workerErrors.length ? ` (first: ${workerErrors[0]})` : ''}, QueueEvents error events: ${eventErrors.length}; own connections ${statsOf(pool).dedicated}`,
       );
+      // QueueEvents' XREAD BLOCK is read-only: resent on the new master without an error, and events keep coming.
+      expect(eventErrors).toEqual([]);
+      expect(lastEventAt).toBeGreaterThan(switchedAt);
       expect(addErrors).toEqual([]);
       expect(neverRun).toEqual([]);
       expect(counts).toEqual({ completed: added.length, failed: 0, wait: 0, active: 0, delayed: 0 });
