@@ -42,6 +42,26 @@ describe('the facade', () => {
     expect(await r.ping('hello')).toBe('hello');
   });
 
+  it("passes the pool's error events to handles listening for error, and holds no pool listener otherwise", () => {
+    const before = pool.listenerCount('error');
+    const quiet = asIoredis(pool);
+    expect(pool.listenerCount('error')).toBe(before);
+    const loud = asIoredis(pool);
+    const seen: Error[] = [];
+    const onError = (e: Error) => seen.push(e);
+    loud.on('error', onError);
+    expect(pool.listenerCount('error')).toBe(before + 1);
+    const e = new Error('background refresh failed');
+    pool.emit('error', e);
+    expect(seen).toEqual([e]);
+    loud.off('error', onError);
+    expect(pool.listenerCount('error')).toBe(before);
+    loud.on('error', onError);
+    loud.disconnect();
+    quiet.disconnect();
+    expect(pool.listenerCount('error')).toBe(before);
+  });
+
   it('takes ioredis-style arguments: SET tokens, flattened arrays, records for HSET/MSET; HGETALL gives an object', async () => {
     const r = asIoredis(pool);
     const k = unique('k');
@@ -210,7 +230,7 @@ describe('the facade', () => {
     }
   });
 
-  it('quit() and disconnect() end the handle only: close/end events, later calls refused, blocking calls aborted, the pool and other handles unaffected', async () => {
+  it('quit() and disconnect() end the handle only: close/end events, later calls refused, blocking calls aborted (others complete), the pool and other handles unaffected', async () => {
     const a = asIoredis(pool);
     const b = a.duplicate();
     const events: string[] = [];
@@ -228,10 +248,15 @@ describe('the facade', () => {
 
     const list = unique('list');
     const blocked = b.blpop(list, 0);
-    await waitFor(async () => pool.stats().exclusive.borrowed === 1, 'the BLPOP to hold an exclusive connection');
+    const reading = b.xread('BLOCK', 0, 'STREAMS', unique('stream'), '$');
+    await waitFor(async () => pool.stats().exclusive.borrowed === 2, 'the BLPOP and the XREAD BLOCK to hold exclusive connections');
+    const plain = b.set(unique('inflight'), 'v');
     b.disconnect();
     expect(b.status).toBe('end');
     await expect(blocked).rejects.toThrow(/Connection is closed/);
+    await expect(reading).rejects.toThrow(/Connection is closed/);
+    expect(await plain).toBe('OK');
+    await waitFor(() => pool.stats().exclusive.borrowed === 0, 'the aborted calls to give their connections back');
     await pool.rpush(list, 'x');
     const c = asIoredis(pool);
     expect(await c.blpop(list, 1)).toEqual([list, 'x']);

@@ -42,7 +42,8 @@ export class IoredisPipeline {
         value: (...a: unknown[]) => {
           const cb = splitCallback(a);
           const { script, args } = def(flatten(name, a));
-          return this.#push(name, cb, () => this.#batch.runScript(script, ...args));
+          this.#batch.runScript(script, ...args);
+          return this.#push(name, cb);
         },
         configurable: true,
         writable: true,
@@ -68,19 +69,18 @@ export class IoredisPipeline {
     if (typeof command !== 'string' || command === '') throw new TypeError('asIoredis: pipeline.call(command, ...args) needs the command name as a string.');
     const cb = splitCallback(args);
     const name = command.toLowerCase();
-    const flat = flatten(name, args);
-    return this.#push(name, cb, () => this.#batch.call(command, ...flat));
+    this.#batch.call(command, ...flatten(name, args));
+    return this.#push(name, cb);
   }
 
   /** @internal */
   [QUEUE](name: string, args: unknown[]): this {
     const cb = splitCallback(args);
-    const flat = flatten(name, args);
-    return this.#push(name, cb, () => this.#batch.call(name, ...flat));
+    this.#batch.call(name, ...flatten(name, args));
+    return this.#push(name, cb);
   }
 
-  #push(name: string, cb: IoredisCallback | undefined, queue: () => unknown): this {
-    queue();
+  #push(name: string, cb: IoredisCallback | undefined): this {
     this.#names.push(name);
     this.#callbacks.push(cb);
     return this;

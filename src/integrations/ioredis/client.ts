@@ -1,7 +1,7 @@
 /**
  * The ioredis-shaped handle over a pool: lifecycle, commands, scripts, batches and pub/sub.
  */
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import type { Arg, Batch, BatchResult, CallOptions, Listener, Reply, Script, ScriptOptions, Subscription, SubscriptionOptions } from '../../index.js';
 import { IoredisPipeline, type BatchOwner } from './batch.js';
 import {
@@ -83,6 +83,10 @@ export class IoredisClient extends EventEmitter {
   readonly #abort = new AbortController();
   readonly #view: View;
   readonly #buffers: View;
+  // Blocking commands go through views with this handle's abort signal, so that disconnect()
+  // ends them; other commands do not carry it (a signal costs a listener per call in flight).
+  readonly #blockingView: View;
+  readonly #blockingBuffers: View;
   readonly #subs: HandleSubscriptions;
   readonly #scripts = new Map<string, ScriptCall>();
   #ended = false;
@@ -92,14 +96,24 @@ export class IoredisClient extends EventEmitter {
   constructor(pool: IoredisPool) {
     super();
     this.#pool = pool;
-    this.#view = pool.with({ signal: this.#abort.signal }) as View;
-    this.#buffers = pool.with({ signal: this.#abort.signal, returnBuffers: true }) as View;
+    this.#view = pool.with({}) as View;
+    this.#buffers = pool.with({ returnBuffers: true }) as View;
+    setMaxListeners(0, this.#abort.signal);
+    this.#blockingView = pool.with({ signal: this.#abort.signal }) as View;
+    this.#blockingBuffers = pool.with({ signal: this.#abort.signal, returnBuffers: true }) as View;
     this.#subs = new HandleSubscriptions(pool, {
       emit: (event, ...args) => this.emit(event, ...args),
       listenerCount: (event) => this.listenerCount(event),
       listenerFailed: (e) => this.#report(e, true),
     });
-    pool.on('error', this.#onPoolError);
+    // The pool's `error` events are passed on only while this handle has `error` listeners, so a
+    // handle nobody listens to (most are) adds nothing to the pool and needs no quit() to be freed.
+    this.on('newListener', (event: string | symbol) => {
+      if (event === 'error' && this.listenerCount('error') === 0 && !this.#ended) pool.on('error', this.#onPoolError);
+    });
+    this.on('removeListener', (event: string | symbol) => {
+      if (event === 'error' && this.listenerCount('error') === 0) pool.off('error', this.#onPoolError);
+    });
     setImmediate(() => {
       if (this.status !== 'ready') return;
       this.emit('connect');
@@ -150,7 +164,8 @@ export class IoredisClient extends EventEmitter {
     else {
       try {
         const flat = flatten(name, args);
-        p = (buffers ? this.#buffers : this.#view).call(command, ...flat).then((r) => shape(name, r as Reply), (e: unknown) => this.#failed(e));
+        const view = isBlocking(name, flat) ? (buffers ? this.#blockingBuffers : this.#blockingView) : buffers ? this.#buffers : this.#view;
+        p = view.call(command, ...flat).then((r) => shape(name, r as Reply), (e: unknown) => this.#failed(e));
       } catch (e) {
         p = Promise.reject(e);
       }
@@ -323,14 +338,15 @@ export class IoredisClient extends EventEmitter {
   }
 
   /**
-   * Ends this handle at once (never the pool): calls in flight on it, blocking ones included,
-   * reject; its subscriptions are closed. `disconnect(true)` (reconnect) is not supported.
+   * Ends this handle at once (never the pool): its blocking calls in flight (BLPOP, XREAD
+   * BLOCK, …) reject and free their connections, other calls in flight complete, later calls
+   * reject, its subscriptions are closed. `disconnect(true)` (reconnect) is not supported.
    */
   disconnect(reconnect?: boolean): void {
     if (reconnect !== undefined && reconnect !== false) throw new TypeError('asIoredis: disconnect(reconnect) is not supported by the ioredis facade (a handle does not reconnect; make a new one with duplicate()).');
     this.#abort.abort(handleClosedError());
     this.#end();
-    void this.#subs.closeAll();
+    this.#subs.closeAll().catch(() => undefined);
   }
 
   /**
@@ -379,6 +395,15 @@ export class IoredisClient extends EventEmitter {
     if (this.listenerCount('error') > 0) this.emit('error', e);
     else if (fromListener) setImmediate(() => { throw e; });
   }
+}
+
+const BLOCKING = new Set(['blpop', 'brpop', 'brpoplpush', 'blmove', 'blmpop', 'bzpopmin', 'bzpopmax', 'bzmpop', 'wait', 'waitaof']);
+
+/** Whether a command may block the connection it runs on (the pool then sends it on an exclusive one). */
+function isBlocking(name: string, args: readonly Arg[]): boolean {
+  if (BLOCKING.has(name)) return true;
+  if (name !== 'xread' && name !== 'xreadgroup') return false;
+  return args.some((a) => typeof a === 'string' && a.toUpperCase() === 'BLOCK');
 }
 
 /** Script replies under RESP3 (tables as maps) in RESP2's shape. */
