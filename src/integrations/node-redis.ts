@@ -40,6 +40,8 @@ export {
  */
 export class NodeRedisClient extends EventEmitter {
   readonly #pool: AnyPool;
+  /** By class name too: an ESM pool handed to the CommonJS build of this file is not `instanceof` its ClusterPool. */
+  readonly #cluster: boolean;
   #open = true;
   /** Aborts this handle's blocking reads when it is destroyed. */
   #abort = new AbortController();
@@ -50,6 +52,7 @@ export class NodeRedisClient extends EventEmitter {
   constructor(pool: AnyPool) {
     super();
     this.#pool = pool;
+    this.#cluster = pool instanceof ClusterPool || pool.constructor?.name === 'ClusterPool';
     this.#subs = new HandleSubscriptions(
       (kind, name, deliver) => this.#openSubscription(kind, name, deliver),
       (err) => {
@@ -136,7 +139,7 @@ export class NodeRedisClient extends EventEmitter {
     } catch (e) {
       return Promise.reject(e);
     }
-    if (this.#pool instanceof ClusterPool && isNumsub(cmd)) return numsubEveryMaster(this.#pool, cmd) as Promise<T>;
+    if (this.#cluster && isNumsub(cmd)) return numsubEveryMaster(this.#pool as ClusterPool, cmd) as Promise<T>;
     if (o.abortSignal !== undefined) return this.#pool.with({ signal: o.abortSignal as AbortSignal }).call<T>(...cmd);
     return this.#pool.call<T>(...cmd);
   }

@@ -283,6 +283,28 @@ describe('a handle never owns the pool', () => {
     }
   });
 
+  it('a subscribe still pending when its name is unsubscribed or its handle closes resolves; one cut off by pool.close() rejects', async () => {
+    // The Socket.IO adapters subscribe without awaiting: a rejection there would be unhandled.
+    const c = asNodeRedis(pool);
+    const ch = unique('pending');
+    const p1 = c.subscribe(ch, () => {});
+    const u = c.unsubscribe(ch);
+    await expect(p1).resolves.toBeUndefined();
+    await u;
+    const p2 = c.pSubscribe(`${ch}:*`, () => {});
+    c.destroy();
+    await expect(p2).resolves.toBeUndefined();
+    await waitFor(async () => Number((await topo.server.cli('PUBSUB', 'NUMPAT'))) === 0, 'no pattern left');
+    const p = await StandalonePool.create(topo.url);
+    const d = asNodeRedis(p);
+    const p3 = d.subscribe(ch, () => {});
+    const p4 = d.subscribe(`${ch}-given-up`, () => {});
+    void d.unsubscribe(`${ch}-given-up`);
+    await p.close();
+    await expect(p3).rejects.toBeInstanceOf(PoolClosedError);
+    await expect(p4).resolves.toBeUndefined();
+  });
+
   it('after pool.close() every call of every handle rejects with PoolClosedError', async () => {
     const p = await StandalonePool.create(topo.url);
     const c = asNodeRedis(p);

@@ -24,6 +24,8 @@ interface Entry {
   ready: Promise<Subscription<Buffer> | undefined>;
   /** Why the subscribe failed, once it did. */
   error: unknown;
+  /** Unsubscribed (or its handle closed) before the subscribe settled. */
+  removed: boolean;
 }
 
 /** The subscriptions of one handle. */
@@ -48,7 +50,7 @@ export class HandleSubscriptions {
     for (const name of names) {
       let e = map.get(name);
       if (e === undefined) {
-        const entry: Entry = { strings: new Set(), buffers: new Set(), ready: Promise.resolve(undefined), error: undefined };
+        const entry: Entry = { strings: new Set(), buffers: new Set(), ready: Promise.resolve(undefined), error: undefined, removed: false };
         map.set(name, entry);
         entry.ready = this.open(kind, name, (m, ch) => this.deliver(entry, m, ch)).catch((err: unknown) => {
           // A name the server never confirmed keeps no listener: a later subscribe tries afresh.
@@ -62,7 +64,10 @@ export class HandleSubscriptions {
       entries.push(e);
     }
     await Promise.all(entries.map((e) => e.ready));
-    const bad = entries.find((e) => e.error !== undefined);
+    // A name unsubscribed meanwhile was given up by the caller itself: its failure (the pool
+    // closing under it, say) is no news. The libraries fire subscribe() and forget it, so a
+    // rejection here would be unhandled, which ends a Node process.
+    const bad = entries.find((e) => e.error !== undefined && !e.removed);
     if (bad !== undefined) throw bad.error;
   }
 
@@ -81,6 +86,7 @@ export class HandleSubscriptions {
         if (e.buffers.size > 0 || e.strings.size > 0) continue;
       }
       map.delete(name);
+      e.removed = true;
       closing.push(e.ready.then((s) => s?.close()).catch(() => {}));
     }
     await Promise.all(closing);
