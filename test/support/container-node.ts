@@ -65,13 +65,21 @@ function demux(body: Buffer): string {
   return out;
 }
 
-function isProcessAlive(pid: number | undefined): boolean {
-  if (pid === undefined || pid <= 0) return false;
+/**
+ * Whether `pid` is still the container's process: it exists and (where /proc shows it) sits in
+ * the container's cgroup, so a pid the kernel reused after the container ended does not count.
+ */
+function isContainerProcess(pid: number | undefined, containerId: string | undefined): boolean {
+  if (pid === undefined || pid <= 0 || containerId === undefined) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    return readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(containerId);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ENOENT';
   }
 }
 
@@ -213,7 +221,7 @@ export class ContainerNode implements HarnessNode {
   }
 
   isAlive(): boolean {
-    return this.started !== undefined && isProcessAlive(this.hostPid);
+    return isContainerProcess(this.hostPid, this.started?.getId());
   }
 
   isPaused(): boolean {
