@@ -171,7 +171,7 @@ export function connectRedisFlows(ctx: FlowContext): void {
 
 /** rate-limiter-flexible in node-redis mode: consume, reject at the limit, get, block, delete. */
 export function rateLimiterFlexibleFlows(ctx: FlowContext): void {
-  it('rate-limiter-flexible (useRedisPackage): consume, reject at the limit, get, block, delete', async () => {
+  it('rate-limiter-flexible (useRedisPackage): consume, reject at the limit, get, reward, penalty, block, delete', async () => {
     const limiter = new RateLimiterRedis({
       storeClient: asNodeRedis(ctx.pool()), useRedisPackage: true, rejectIfRedisNotReady: true, keyPrefix: unique('rlf'), points: 3, duration: 60,
     });
@@ -186,6 +186,9 @@ export function rateLimiterFlexibleFlows(ctx: FlowContext): void {
     const got = await limiter.get(user);
     expect(got?.consumedPoints).toBe(4);
     expect(await limiter.get('nobody')).toBeNull();
+    expect((await limiter.reward(user, 2)).consumedPoints).toBe(2);
+    expect((await limiter.penalty(user, 1)).consumedPoints).toBe(3);
+    expect((await limiter.get(user))?.remainingPoints).toBe(0);
     // consume with 2 points at once, on another key, then block it for 120 s.
     expect((await limiter.consume('user-2', 2)).remainingPoints).toBe(1);
     await limiter.block('user-2', 120);
@@ -340,20 +343,22 @@ export function socketIoFlows(ctx: FlowContext): void {
     }
   });
 
-  it('@socket.io/redis-streams-adapter: broadcasts through XADD/XREAD BLOCK, serverSideEmit and fetchSockets over pub/sub', async () => {
-    const streamName = unique('sio-stream');
-    const channelPrefix = unique('sio-ch');
-    const pair = await ioPair(ctx, (pool) => createStreamsAdapter(asNodeRedis(pool), { streamName, channelPrefix, blockTimeInMs: 1000 }));
-    try {
-      await checkIoPair(pair, () => streamLive(pair.a, pair.b));
-      // The broadcasts are entries of the stream.
-      const entries = await asNodeRedis(ctx.pool()).xRange(streamName, '-', '+');
-      expect(entries.length).toBeGreaterThanOrEqual(3);
-    } finally {
-      await pair.close();
-    }
-    expect(await ctx.numsub(`${channelPrefix}#/#`)).toBe(0);
-  });
+  for (const sharded of [false, true]) {
+    it(`@socket.io/redis-streams-adapter${sharded ? ' (useShardedPubSub)' : ''}: broadcasts through XADD/XREAD BLOCK, serverSideEmit and fetchSockets over ${sharded ? 'sharded ' : ''}pub/sub`, async () => {
+      const streamName = unique('sio-stream');
+      const channelPrefix = unique('sio-ch');
+      const pair = await ioPair(ctx, (pool) => createStreamsAdapter(asNodeRedis(pool), { streamName, channelPrefix, blockTimeInMs: 1000, useShardedPubSub: sharded }));
+      try {
+        await checkIoPair(pair, () => streamLive(pair.a, pair.b));
+        // The broadcasts are entries of the stream.
+        const entries = await asNodeRedis(ctx.pool()).xRange(streamName, '-', '+');
+        expect(entries.length).toBeGreaterThanOrEqual(3);
+      } finally {
+        await pair.close();
+      }
+      if (!sharded) expect(await ctx.numsub(`${channelPrefix}#/#`)).toBe(0);
+    });
+  }
 }
 
 // -------------------------------------------------------------------------- rate-limit-redis
