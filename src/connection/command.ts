@@ -64,6 +64,8 @@ export class Command implements DurableCommand {
   reply: Reply = null;
   /** …and the RESP3 attributes that came with it. */
   attrs: Map<Reply, Reply> | undefined = undefined;
+  /** A SUBSCRIBE's extra entry: sends nothing, absorbs one confirmation. */
+  placeholder = false;
   /** For (P|S)(UN)SUBSCRIBE: the confirmation this entry waits for (`subscribe`, `sunsubscribe` …). */
   confirm: string | undefined;
   /** …and the channel it names; undefined matches any (UNSUBSCRIBE without arguments). */
@@ -71,8 +73,11 @@ export class Command implements DurableCommand {
   constructor(
     /** The command name as sent, for messages. */
     readonly name: string,
-    /** The RESP bytes; '' for a SUBSCRIBE's placeholder entries, which send nothing. */
-    readonly encoded: string | Array<string | Buffer>,
+    /**
+     * The RESP bytes; '' for a SUBSCRIBE's placeholder entries, which send nothing. Cleared once
+     * handed to the socket (the socket holds the bytes then), so a backlog is held once.
+     */
+    public encoded: string | Array<string | Buffer>,
     readonly resolve: (v: Reply) => void,
     readonly reject: (e: Error) => void,
     /** Decode this reply's bulk strings as Buffers. */

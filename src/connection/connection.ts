@@ -18,7 +18,8 @@ import { PROBE_LIMIT_MS, readTlsAlert, speaksTls, watchForPlainPort } from './di
 import { Confirmations, type ConfirmationHost } from './confirmations.js';
 import { Command, partsSize, QUEUED, SETTLED, WRITTEN, type SendOptions } from './command.js';
 import { confirmationKind, entersSubscribed, isEnteringConfirmation, isResp2Push, pushConfirms } from './pubsub-replies.js';
-import { skippedByFlush, writeOf } from './write-batch.js';
+import { inferEndpointType, notificationType, parseMaintenance, relaxedDeadline, relaxedIdleLimit, RelaxState, type MaintenanceReport } from './maintenance.js';
+import { chunkEnd, skippedByFlush, writeOf } from './write-batch.js';
 
 export type { SendOptions } from './command.js';
 
@@ -28,6 +29,8 @@ export interface ConnectionEvents {
   close: [error: Error | undefined];
   /** A pub/sub message or other out-of-band push: `['message', channel, payload]`, `['pmessage', pattern, channel, payload]`. */
   push: [value: Reply[]];
+  /** A maintenance notification (MOVING, MIGRATING …) was acted on, or ignored as malformed or unknown. */
+  maintenance: [report: MaintenanceReport];
 }
 
 let nextId = 1;
@@ -58,6 +61,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private toWrite: Command[] = [];
   private readonly inflight = new Fifo<Command>();
   private flushScheduled = false;
+  private fullKey = '';
+  private fullMessage = '';
   private closedError: Error | undefined;
   private isClosed = false;
   private isReady = false;
@@ -88,6 +93,8 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
    * binary-safe; channel names are then Buffers too).
    */
   pushBuffers = false;
+  /** Open maintenances and the relaxed timeout; undefined when the connection did not opt in. */
+  private readonly relax: RelaxState | undefined;
 
   private constructor(address: NodeAddress, opts: ResolvedConnectionOptions, socket: net.Socket) {
     super();
@@ -95,6 +102,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     this.label = formatAddress(address);
     this.opts = opts;
     this.socket = socket;
+    this.relax = opts.maint ? new RelaxState(opts.maint.relaxedTimeout) : undefined;
     this.confirmations = new Confirmations<Command>(this.confirmationHost());
     this.decoder = new RespDecoder({
       maxReplyBytes: opts.maxReplyBytes,
@@ -191,7 +199,9 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   }
 
   private async handshake(creds: Credentials | null, extra: Arg[][], verify: boolean, connectDeadline: number): Promise<void> {
-    const steps = handshakeSteps(this.opts, creds, extra, verify);
+    const maint = this.opts.maint;
+    const endpoint = maint ? (maint.endpointType ?? inferEndpointType(this.address.host, this.opts.tls !== undefined, this.socket.remoteAddress)) : undefined;
+    const steps = handshakeSteps(this.opts, creds, extra, verify, endpoint);
     if (steps.length === 0) return;
     // One write for the whole handshake; the first failure is the one reported.
     const results = await Promise.all(steps.map((s) => this.send(s.args, { timeout: 0 }).then((v) => v, (e: Error) => e)));
@@ -320,6 +330,11 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     return this.inflight.length + this.toWrite.length;
   }
 
+  /** True while a notified maintenance is in progress here: timeouts are relaxed (`maintRelaxedTimeout`). */
+  get relaxed(): boolean {
+    return this.relax?.relaxed ?? false;
+  }
+
   /** True while a blocking command (BLPOP, XREAD BLOCK …) waits on the server. */
   get isBlocked(): boolean {
     return this.blockingInflight > 0;
@@ -345,6 +360,9 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     }
     const signal = options?.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
+    // Full by count: refused before anything is encoded, so a burst against a stopped node
+    // costs little per refused command (the byte bound needs the encoding, below).
+    if (this.inflight.length + this.toWrite.length >= this.opts.maxPending) return Promise.reject(this.overLimit(String(args[0]), 0)!);
     let encoded: string | Array<string | Buffer>;
     try {
       encoded = encodeCommand(args);
@@ -372,6 +390,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
         const timeout = options?.timeout ?? this.opts.commandTimeout;
         deadline = timeout > 0 ? Date.now() + timeout : 0;
       }
+      if (deadline > 0 && this.relax?.relaxed) deadline = relaxedDeadline(deadline, Date.now(), this.relax.relaxedMs);
       if (deadline > 0) {
         cmd.timer = deadline;
         this.arm(deadline);
@@ -394,6 +413,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
         for (let i = 2; i < args.length; i++) {
           const extra = new Command(name, '', () => {}, () => {}, false, false, subscribe, undefined, undefined);
           extra.state = QUEUED;
+          extra.placeholder = true;
           extra.confirm = pubsub;
           extra.confirmName = String(args[i]);
           this.toWrite.push(extra);
@@ -411,7 +431,13 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   private overLimit(name: string, size: number): QueueFullError | undefined {
     const held = this.inflight.length + this.toWrite.length;
     if (held >= this.opts.maxPending) {
-      return overloadError(`${name} was not sent: ${this.label} already holds ${held} commands (maxPending ${this.opts.maxPending}); the node is slow or unreachable.`);
+      // One message string for a run of refusals (a burst refuses thousands alike).
+      const key = `${name}\0${held}`;
+      if (this.fullKey !== key) {
+        this.fullKey = key;
+        this.fullMessage = `${name} was not sent: ${this.label} already holds ${held} commands (maxPending ${this.opts.maxPending}); the node is slow or unreachable.`;
+      }
+      return overloadError(this.fullMessage);
     }
     const unsent = this.queuedBytes + this.socket.writableLength;
     if (unsent > 0 && unsent + size > this.opts.maxPendingBytes) {
@@ -438,27 +464,31 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     // Backpressure: while the socket's buffer is full, commands wait here (bounded by maxPending*).
     if (this.isClosed || this.toWrite.length === 0 || this.awaitingDrain) return;
     this.confirmations.beforeFlush();
-    const batch = this.toWrite;
-    this.toWrite = [];
-    this.queuedBytes = 0;
+    const queue = this.toWrite;
     if (this.inflight.length === 0) this.lastActivity = Date.now();
-    // The bytes first (pure, see write-batch.ts), then the same commands go in flight: a second
-    // pass over the batch costs less than a callback per command, and allocates nothing.
-    const write = writeOf(batch);
-    for (const cmd of batch) {
-      if (skippedByFlush(cmd)) continue; // timed out or aborted before the write: never sent
-      cmd.state = cmd.state === SETTLED ? SETTLED : WRITTEN;
-      if (cmd.blocking) this.blockingInflight++;
-      this.inflight.push(cmd);
-    }
+    // Chunks of about FLUSH_CHUNK_BYTES while the socket takes them (write-batch.ts); the rest
+    // stays queued, unsent, until it drains. The bytes of a chunk first (pure), then the same
+    // commands go in flight: a second pass costs less than a callback per command.
+    let start = 0;
     let ok = true;
-    if (typeof write === 'string') {
-      if (write) ok = this.socket.write(write);
-    } else {
-      this.socket.cork();
-      for (const p of write) ok = this.socket.write(p) && ok;
-      process.nextTick(() => this.socket.uncork());
+    while (ok && start < queue.length) {
+      const end = chunkEnd(queue, start);
+      const batch = start === 0 && end === queue.length ? queue : queue.slice(start, end);
+      const write = writeOf(batch);
+      for (const cmd of batch) {
+        this.queuedBytes -= cmd.size;
+        if (skippedByFlush(cmd)) continue; // timed out or aborted before the write: never sent
+        cmd.state = cmd.state === SETTLED ? SETTLED : WRITTEN;
+        // The socket holds these bytes now; the command need not hold them too.
+        cmd.encoded = '';
+        if (cmd.blocking) this.blockingInflight++;
+        this.inflight.push(cmd);
+      }
+      ok = this.writeOut(write);
+      start = end;
     }
+    this.toWrite = start === queue.length ? [] : queue.slice(start);
+    if (this.toWrite.length === 0) this.queuedBytes = 0;
     if (!ok) {
       this.awaitingDrain = true;
       this.socket.once('drain', () => {
@@ -467,6 +497,16 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       });
     }
     if (this.opts.socketTimeout > 0) this.arm(this.lastActivity + this.opts.socketTimeout);
+  }
+
+  /** Hands one chunk to the socket; false when its buffer is full (wait for 'drain'). */
+  private writeOut(write: string | Array<string | Buffer>): boolean {
+    if (typeof write === 'string') return write ? this.socket.write(write) : true;
+    let ok = true;
+    this.socket.cork();
+    for (const p of write) ok = this.socket.write(p) && ok;
+    process.nextTick(() => this.socket.uncork());
+    return ok;
   }
 
   private onReply(value: DecodedValue, attrs: Map<Reply, Reply> | undefined): void {
@@ -510,6 +550,10 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   }
 
   private onPush(value: Reply[]): void {
+    if (this.relax !== undefined && notificationType(value) !== undefined) {
+      this.onMaintenance(value);
+      return;
+    }
     // RESP3: subscribe confirmations are pushes, and they complete the SUBSCRIBE command.
     const head = this.inflight.peek();
     if (head !== undefined && pushConfirms(head, value)) {
@@ -525,6 +569,44 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
   }
 
   /**
+   * A maintenance notification: the timeouts of this connection follow it (see
+   * maintenance.ts), its owner acts on the rest (hand-over, slot map). A malformed or unknown
+   * one is reported as ignored and changes nothing: never fatal.
+   */
+  private onMaintenance(value: Reply[]): void {
+    const parsed = parseMaintenance(value, this.opts.maint!.mapAddress);
+    if (!parsed.ok) {
+      this.emitMaintenance({ ignored: { kind: parsed.kind, reason: parsed.reason } });
+      return;
+    }
+    if (this.relax!.apply(parsed.notice)) this.relaxPending();
+    this.emitMaintenance({ notice: parsed.notice });
+  }
+
+  private emitMaintenance(report: MaintenanceReport): void {
+    try {
+      this.emit('maintenance', report);
+    } catch (e) {
+      rethrowLater(e);
+    }
+  }
+
+  /** Relaxation starts: the deadlines of commands already here are raised as well. */
+  private relaxPending(): void {
+    const now = Date.now();
+    const ms = this.relax!.relaxedMs;
+    let earliest = Infinity;
+    const raise = (cmd: Command) => {
+      if (cmd.state === SETTLED || cmd.timer === 0) return;
+      cmd.timer = relaxedDeadline(cmd.timer, now, ms);
+      if (cmd.timer < earliest) earliest = cmd.timer;
+    };
+    for (const cmd of this.inflight) raise(cmd);
+    for (const cmd of this.toWrite) raise(cmd);
+    if (earliest !== Infinity) this.arm(earliest);
+  }
+
+  /**
    * The reply being decoded is malformed or over `maxReplyBytes`. It belongs to the oldest
    * command in flight: that command rejects with the `ProtocolError` itself (it executed, its
    * reply cannot be read, so it is never re-sent); the stream cannot be trusted past this
@@ -533,7 +615,7 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
    */
   private refuseReply(e: Error): void {
     const head = this.inflight.peek();
-    if (head !== undefined && head.state !== SETTLED && head.encoded !== '') {
+    if (head !== undefined && head.state !== SETTLED && !head.placeholder) {
       this.inflight.shift();
       if (head.blocking) this.blockingInflight--;
       this.settle(head);
@@ -618,9 +700,10 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     if (st > 0 && this.inflight.length > 0 && this.blockingInflight === 0) {
       const idleSince = this.lastActivity;
       const head = this.inflight.peek()!;
-      const limit = head.idleLimit > st ? head.idleLimit : st;
+      let limit = head.idleLimit > st ? head.idleLimit : st;
+      if (this.relax?.relaxed) limit = relaxedIdleLimit(limit, this.relax.relaxedMs);
       if (now - idleSince >= limit) {
-        const cause = new TimeoutError(`No data from ${this.label} for ${now - idleSince} ms (socketTimeout ${limit === st ? `${st} ms` : `stretched to the call's ${limit} ms`}) while ${this.inflight.length} commands waited.`, { address: this.address, sent: true });
+        const cause = new TimeoutError(`No data from ${this.label} for ${now - idleSince} ms (socketTimeout ${limit === st ? `${st} ms` : limit === head.idleLimit ? `stretched to the call's ${limit} ms` : `relaxed to ${limit} ms during a maintenance`}) while ${this.inflight.length} commands waited.`, { address: this.address, sent: true });
         this.destroy(cause);
         return;
       }

@@ -8,12 +8,36 @@ import { SETTLED } from './command.js';
 /** Above this, queued command text is written as several strings. */
 export const FLUSH_STRING_LIMIT = 64 * 1024 * 1024;
 
+/**
+ * Most bytes handed to the socket in one write. A flush writes chunks of about this size
+ * while the socket takes them and leaves the rest queued until it drains: a backlog (a stopped
+ * or slow server) then waits as the commands' own encodings, which share the callers' argument
+ * strings, instead of as one flattened copy of the whole backlog in the socket's buffer; and
+ * what was never handed over stays provably unsent.
+ */
+export const FLUSH_CHUNK_BYTES = 1024 * 1024;
+
 /** What a flush needs of a queued command. */
 export interface QueuedEncoding {
   /** QUEUED, WRITTEN or SETTLED (command.ts). */
   readonly state: number;
   /** Its RESP bytes; '' for a SUBSCRIBE's placeholder entry. */
   readonly encoded: string | Array<string | Buffer>;
+  /** Encoded length (0 for a placeholder). */
+  readonly size: number;
+}
+
+/**
+ * Where the chunk that starts at `start` ends: after the command that brings it to `maxBytes`
+ * (always at least one command, however large), or at the end of the queue.
+ */
+export function chunkEnd(queue: readonly QueuedEncoding[], start: number, maxBytes = FLUSH_CHUNK_BYTES): number {
+  let bytes = 0;
+  for (let i = start; i < queue.length; i++) {
+    bytes += queue[i]!.size;
+    if (bytes >= maxBytes) return i + 1;
+  }
+  return queue.length;
 }
 
 /**

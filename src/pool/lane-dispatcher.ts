@@ -1,6 +1,6 @@
 import { isReadOnlyCommand, mayResend } from '../commands/retry.js';
 import { sendTraced } from '../diagnostics.js';
-import { ConnectionError, NodeUnreachableError, overloadError, PoolClosedError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { ConnectionError, NodeUnreachableError, overloadError, PoolClosedError, QueueFullError, TimeoutError, UncertainWriteError } from '../errors.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { Connection } from '../connection/connection.js';
 import { remaining, type ResolvedCall } from './call-options.js';
@@ -87,7 +87,12 @@ export class LaneDispatcher implements Dispatcher {
     // Hot path: a ready lane, no async frame; failures go to the retry loop.
     const conn = this.node.laneSync();
     if (conn === undefined) return this.dispatchSlow(args, call, false, undefined);
-    return sendTraced(conn, args, call, 1).then(undefined, (err: unknown) => this.dispatchSlow(args, call, true, err));
+    return sendTraced(conn, args, call, 1).then(undefined, (err: unknown) => {
+      // A full connection is never retried: refuse without the retry loop's frame (a burst
+      // against a stopped node refuses thousands, and each should cost next to nothing).
+      if (err instanceof QueueFullError) throw err;
+      return this.dispatchSlow(args, call, true, err);
+    });
   }
 
   private async dispatchSlow(args: Arg[], call: ResolvedCall, failed: boolean, firstError: unknown): Promise<Reply> {

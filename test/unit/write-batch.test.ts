@@ -4,10 +4,10 @@
  * test/unit/connection.test.ts checks the same against a socket.
  */
 import { describe, expect, it } from 'vitest';
-import { QUEUED, SETTLED } from '../../src/connection/command.js';
-import { skippedByFlush, writeOf, type QueuedEncoding } from '../../src/connection/write-batch.js';
+import { partsSize, QUEUED, SETTLED } from '../../src/connection/command.js';
+import { chunkEnd, skippedByFlush, writeOf, type QueuedEncoding } from '../../src/connection/write-batch.js';
 
-const q = (encoded: string | Array<string | Buffer>, state = QUEUED): QueuedEncoding => ({ state, encoded });
+const q = (encoded: string | Array<string | Buffer>, state = QUEUED): QueuedEncoding => ({ state, encoded, size: typeof encoded === 'string' ? encoded.length : partsSize(encoded) });
 const gaveUp = (encoded: string | Array<string | Buffer>) => q(encoded, SETTLED);
 const buf = Buffer.from([0xff, 0x00, 0x01]);
 
@@ -41,5 +41,27 @@ describe('writeOf', () => {
     ['one long command past the limit, then more', [q('x'.repeat(12)), q('y'.repeat(12)), q('z')], 10, ['x'.repeat(12), 'y'.repeat(12), 'z']],
   ])('%s', (_, batch, limit, expected) => {
     expect(writeOf(batch, limit)).toEqual(expected);
+  });
+});
+
+describe('chunkEnd', () => {
+  const sized = (...sizes: number[]) => sizes.map((n) => q('x'.repeat(n)));
+  it.each<[string, QueuedEncoding[], number, number, number]>([
+    ['an empty queue', [], 0, 10, 0],
+    ['all of it fits under the cap', sized(3, 3, 3), 0, 10, 3],
+    ['ends after the command that reaches the cap', sized(4, 4, 4, 4), 0, 8, 2],
+    ['…or passes it', sized(4, 5, 4), 0, 8, 2],
+    ['one command larger than the cap is a chunk by itself', sized(20, 1), 0, 8, 1],
+    ['counts from start', sized(4, 4, 4, 4), 2, 8, 4],
+    ['placeholders weigh nothing', [q('abcd'), q(''), q(''), q('efgh'), q('i')], 0, 8, 4],
+  ])('%s', (_, queue, start, cap, expected) => {
+    expect(chunkEnd(queue, start, cap)).toBe(expected);
+  });
+  it('chunks cover the queue exactly once, in order', () => {
+    const queue = sized(...Array.from({ length: 50 }, (_, i) => (i * 7) % 13 + 1));
+    const ends: number[] = [];
+    for (let s = 0; s < queue.length; ) ends.push((s = chunkEnd(queue, s, 16)));
+    expect(ends.at(-1)).toBe(queue.length);
+    expect(ends.every((e, i) => i === 0 || e > ends[i - 1]!)).toBe(true);
   });
 });
