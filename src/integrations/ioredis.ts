@@ -13,7 +13,8 @@
  */
 import { IoredisClient, type IoredisPool } from './ioredis/client.js';
 
-export { IoredisClient, type IoredisPool, type IoredisCommandDefinition } from './ioredis/client.js';
+export { IoredisClient, type IoredisPool } from './ioredis/client.js';
+export type { IoredisCommandDefinition } from './ioredis/scripts.js';
 export { IoredisPipeline, type IoredisExecEntry, type IoredisBatchCommand, type IoredisBatchCommands } from './ioredis/batch.js';
 export type {
   IoredisArg, IoredisArgument, IoredisCallback, IoredisCommand, IoredisCommands, IoredisBufferCommands, IoredisCommandName, BufferReply,

@@ -2,7 +2,8 @@
  * `pipeline()` and `multi()` of the ioredis facade: chainable command methods over a pool
  * batch, and `exec()` resolving ioredis's `[err, value]` tuples.
  */
-import type { Arg, Batch, BatchResult, Reply, Script } from '../../index.js';
+import type { Batch, BatchResult, Reply } from '../../index.js';
+import type { ScriptCall } from './scripts.js';
 import { COMMAND_NAMES, flatten, shape, splitCallback, withCallback, type IoredisArgument, type IoredisCallback, type IoredisCommandName } from './commands.js';
 
 /** One entry of what `exec()` resolves to: `[null, value]` or `[error, undefined]`, as ioredis gives them. */
@@ -16,7 +17,7 @@ export interface BatchOwner {
   /** Rejects (PoolClosedError, or the handle's own "closed" error) when the handle cannot send. */
   refusal(): Promise<never> | undefined;
   /** The scripts defined with `defineCommand`, by name. */
-  readonly scripts: ReadonlyMap<string, (args: Arg[]) => { script: Script; args: Arg[] }>;
+  readonly scripts: ReadonlyMap<string, ScriptCall>;
 }
 
 const QUEUE = Symbol('queue');

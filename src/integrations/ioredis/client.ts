@@ -9,6 +9,7 @@ import {
   type IoredisArgument, type IoredisBufferCommands, type IoredisCallback, type IoredisCommands,
 } from './commands.js';
 import { HandleSubscriptions } from './pubsub.js';
+import { checkDefinition, scriptCall, type IoredisCommandDefinition, type ScriptCall } from './scripts.js';
 
 /** The part of a view (`pool.with(options)`) the handle sends through. */
 interface View {
@@ -38,17 +39,6 @@ export interface IoredisPool {
   /** Used to tell whether the pool is closed without a round trip (an empty pipeline sends nothing). */
   pipeline(): { exec(): Promise<unknown> };
 }
-
-/** What `defineCommand(name, definition)` takes, as ioredis does. */
-export interface IoredisCommandDefinition {
-  /** The Lua source. */
-  lua: string;
-  /** How many leading arguments are keys; omitted, the first argument of every call says how many. */
-  numberOfKeys?: number;
-}
-
-/** How a call of a defined command turns its arguments into a script and the script's arguments. */
-type ScriptCall = (args: Arg[]) => { script: Script; args: Arg[] };
 
 const SEND = Symbol('send');
 const OWN_METHODS = new Set<string>();
@@ -181,37 +171,9 @@ export class IoredisClient extends EventEmitter {
    * Defining a name again replaces it; the facade's own method names are refused.
    */
   defineCommand(name: string, definition: IoredisCommandDefinition): void {
-    if (typeof name !== 'string' || name === '') throw new TypeError(`asIoredis: defineCommand(name, { lua, numberOfKeys }) needs the name as a string (got ${describe(name)}).`);
-    if (OWN_METHODS.has(name) || OWN_METHODS.has(name.replace(/Buffer$/, ''))) {
-      throw new TypeError(`asIoredis: defineCommand('${name}') would replace a method of the facade; choose another name.`);
-    }
-    if (typeof definition !== 'object' || definition === null) throw new TypeError('asIoredis: defineCommand(name, { lua, numberOfKeys }) needs the definition object.');
-    for (const k of Object.keys(definition)) {
-      if (k !== 'lua' && k !== 'numberOfKeys') throw new TypeError(`asIoredis: defineCommand option ${k} is not supported by the ioredis facade (it takes lua and numberOfKeys).`);
-    }
-    const { lua, numberOfKeys } = definition;
-    if (typeof lua !== 'string' || lua === '') throw new TypeError('asIoredis: defineCommand option lua must be the Lua source as a non-empty string.');
-    if (numberOfKeys !== undefined && (typeof numberOfKeys !== 'number' || !Number.isInteger(numberOfKeys) || numberOfKeys < 0)) {
-      throw new TypeError(`asIoredis: defineCommand option numberOfKeys must be an integer >= 0 or omitted (got ${describe(numberOfKeys)}).`);
-    }
-    const make = (view: View): ScriptCall => {
-      if (numberOfKeys !== undefined) {
-        const script = view.script(lua, { keys: numberOfKeys });
-        return (args) => ({ script, args });
-      }
-      const byCount = new Map<number, Script>();
-      return (args) => {
-        const n = Number(args[0]);
-        if (args.length === 0 || !Number.isInteger(n) || n < 0) {
-          throw new TypeError(`asIoredis: ${name} was defined without numberOfKeys, so its first argument must be the number of keys.`);
-        }
-        let script = byCount.get(n);
-        if (script === undefined) byCount.set(n, (script = view.script(lua, { keys: n })));
-        return { script, args: args.slice(1) };
-      };
-    };
-    const plain = make(this.#view);
-    const buffers = make(this.#buffers);
+    const checked = checkDefinition(name, definition, OWN_METHODS);
+    const plain = scriptCall(this.#view, name, checked);
+    const buffers = scriptCall(this.#buffers, name, checked);
     this.#scripts.set(name, plain);
     const run = (which: ScriptCall) => (...a: unknown[]): Promise<unknown> => {
       const cb = splitCallback(a);
