@@ -10,7 +10,7 @@ import type { Arg, Reply } from '../types.js';
 import type { CallOptions, ResolvedCall } from './call-options.js';
 import { isDurableWrite } from './durability.js';
 import { settle } from './settle.js';
-import { applyTransform, resolveCall, sendOptions, type BatchResult, type Dispatcher } from './surface.js';
+import { applyTransform, resolveCall, type BatchResult, type Dispatcher } from './call.js';
 
 /**
  * Send options per command of a batch sent with `call`: a write carries the call's durability
@@ -18,9 +18,9 @@ import { applyTransform, resolveCall, sendOptions, type BatchResult, type Dispat
  * trip); anything else, or `undefined` (MULTI, ASKING), does not.
  */
 export function batchSendOptions(call: ResolvedCall): (args: readonly Arg[] | undefined) => SendOptions {
-  const plain = sendOptions(call.durable === undefined ? call : { ...call, durable: undefined });
+  const plain = call.durable === undefined ? call : { ...call, durable: undefined };
   if (call.durability === undefined) return () => plain;
-  const durable = sendOptions({ ...call, durable: call.durability });
+  const durable = { ...call, durable: call.durability };
   return (args) => (args !== undefined && isDurableWrite(args) ? durable : plain);
 }
 

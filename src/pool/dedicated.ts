@@ -12,7 +12,7 @@ import { checkKnown, checkObject } from '../options.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import { remaining } from './call-options.js';
 import { mayRetry } from './lane-dispatcher.js';
-import { resolveCall, sendOptions, type Dispatcher } from './surface.js';
+import { resolveCall, type Dispatcher } from './call.js';
 
 /** Options of {@link BasePool.dedicated}. */
 export interface DedicatedOptions {
@@ -153,7 +153,7 @@ export class DedicatedConnection {
       let conn: Connection | undefined;
       try {
         conn = await this.connection(this.key === undefined ? args : undefined, call.deadline);
-        const reply = await sendTraced(conn, args, sendOptions(call), attempt);
+        const reply = await sendTraced(conn, args, call, attempt);
         if (setName) this.name = String(args[2]);
         if (name === 'MULTI') this.inMulti = true;
         else if (name === 'EXEC' || name === 'DISCARD') this.inMulti = false;

@@ -6,7 +6,8 @@ import type { Connection } from '../connection/connection.js';
 import { remaining, type ResolvedCall } from './call-options.js';
 import type { NodePool } from './node-pool.js';
 import type { Durability, DurabilityCounters } from './durability.js';
-import { runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseHandle } from './surface.js';
+import { runBatchOn } from './batch.js';
+import type { BatchResult, Dispatcher, LeaseHandle } from './call.js';
 
 /**
  * Whether a failed attempt may be sent again ({@link mayResend}, the rule of every mode). A
@@ -102,7 +103,7 @@ export class LaneDispatcher implements Dispatcher {
     for (;;) {
       try {
         const conn = this.node.laneSync() ?? (await this.laneFor(call, args));
-        return await sendTraced(conn, args, sendOptions(call), ++attempt);
+        return await sendTraced(conn, args, call, ++attempt);
       } catch (err) {
         this.retryOrThrow(err, args, call, started);
       }

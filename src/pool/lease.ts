@@ -15,7 +15,8 @@ import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
 import { isDurableWrite } from './durability.js';
 import { Batch, runBatchOn } from './batch.js';
-import { markDurable, noteWrites, resolveCall, sendOptions, type BatchResult, type Dispatcher, type WithOverloads } from './surface.js';
+import { markDurable, noteWrites, resolveCall, type BatchResult, type Dispatcher } from './call.js';
+import { installSpecMethods } from './spec-methods.js';
 
 /** What a lease did to its connection that the next borrower must not inherit. */
 interface LeaseState {
@@ -57,8 +58,10 @@ export class Lease<S extends string | Buffer = string> {
   /** @internal */
   constructor(
     private readonly conn: Connection,
-    private readonly dispatcher: Dispatcher,
-    private readonly callOptions: CallOptions | undefined,
+    /** @internal */
+    readonly dispatcher: Dispatcher,
+    /** @internal */
+    readonly callOptions: CallOptions | undefined,
     private readonly state: LeaseState = { released: false, watched: false, dirty: false, inMulti: false, multiWrites: false },
     private readonly keyPrefix: KeyPrefixer | undefined = undefined,
   ) {}
@@ -106,7 +109,7 @@ export class Lease<S extends string | Buffer = string> {
     if (spec.deadline) call.deadline = spec.deadline;
     this.dispatcher.cache?.noteWrite(args);
     if (call.durability !== undefined) this.markLeaseDurable(call, args, inMulti);
-    const p = sendTraced(this.conn, args, sendOptions(call), 1);
+    const p = sendTraced(this.conn, args, call, 1);
     return spec.transform ? p.then(spec.transform) : p;
   }
 
@@ -192,8 +195,22 @@ export class Lease<S extends string | Buffer = string> {
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface Lease<S extends string | Buffer = string> extends Commands<S>, WithOverloads<S, 'lease'>, ScanIterators<S>, Scripting {}
+export interface Lease<S extends string | Buffer = string> extends Commands<S>, LeaseWith<S>, ScanIterators<S>, Scripting {}
 installHelpers(Lease.prototype, 'runSpec');
+// On a lease the iterators walk the leased connection's node (one master of a cluster).
+installSpecMethods(Lease.prototype);
+
+/** What `lease.with(options)` returns: typed by `returnBuffers`, as `pool.with()` is. */
+export interface LeaseWith<S extends string | Buffer> {
+  /** This lease with these options merged in; bulk strings come back (and are typed) as Buffers. */
+  with(options: CallOptions & { returnBuffers: true }): Lease<Buffer>;
+  /** …as strings. */
+  with(options: CallOptions & { returnBuffers: false }): Lease<string>;
+  /** …keeping this lease's type. */
+  with(options: CallOptions & { returnBuffers?: undefined }): Lease<S>;
+  /** …`returnBuffers` known only at run time. */
+  with(options: CallOptions): Lease<string | Buffer>;
+}
 
 /** Borrows, runs `fn`, and always gives the connection back (destroyed if it broke). */
 export async function useLease<T>(d: Dispatcher, fn: (lease: Lease) => Promise<T>, key: Arg | undefined, callOptions: CallOptions | undefined, open: () => void, keyPrefix?: KeyPrefixer): Promise<T> {

@@ -4,7 +4,8 @@ import { sendTraced } from '../diagnostics.js';
 import { ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { remaining, type ResolvedCall } from '../pool/call-options.js';
 import { LaneDispatcher, laneWithin, mayRetry, nothingWritten } from '../pool/lane-dispatcher.js';
-import { resolveCall, runBatchOn, sendOptions, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/surface.js';
+import { runBatchOn } from '../pool/batch.js';
+import { resolveCall, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/call.js';
 import type { Arg, Reply } from '../types.js';
 import type { Gate } from './gate.js';
 import type { SentinelPool } from './sentinel-pool.js';
@@ -51,7 +52,7 @@ export class MasterDispatcher extends LaneDispatcher {
       try {
         conn = this.node.laneSync() ?? (await this.laneFor(call, args));
         if (this.held(args)) continue; // a switch began while we connected
-        return await sendTraced(conn, args, sendOptions(call), ++attempt);
+        return await sendTraced(conn, args, call, ++attempt);
       } catch (err) {
         if (err instanceof RedisError && err.code === 'READONLY') {
           // The node was demoted: find the master; READONLY means it did not execute, so retry once.
@@ -143,7 +144,7 @@ export class ReplicaDispatcher implements Dispatcher {
       const node = this.pool.pickReplica();
       try {
         const conn = node.laneSync() ?? (await laneWithin(node, call, args, !this.pool.internals.o.offlineQueue, 'replica '));
-        return await sendTraced(conn, args, sendOptions(call), ++attempt);
+        return await sendTraced(conn, args, call, ++attempt);
       } catch (err) {
         last = err;
         if (this.pool.internals.isClosed()) throw new PoolClosedError(undefined, { cause: err });

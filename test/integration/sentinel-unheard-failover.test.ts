@@ -19,7 +19,7 @@ import { SentinelPool, type FailoverEvent, type SentinelOptions } from '../../sr
 import { proxySentinel } from '../support/fault-proxy.js';
 import { sendCommand } from '../support/mini-client.js';
 import { EventLog, fmt, missingOn, roleOf, sameAddr, startWrites, waitSettled, type Ack } from '../support/sentinel-helpers.js';
-import { startSentinel, waitFor, type NodeAddress, type SentinelTopology, type ServerHandle } from '../support/topology.js';
+import { startSentinel, waitFor, type NodeAddress, type SentinelTopology } from '../support/topology.js';
 
 let topo: SentinelTopology;
 const pools: SentinelPool[] = [];
@@ -131,9 +131,6 @@ async function underLoad(
   return r;
 }
 
-function sentinelOf(a: NodeAddress): ServerHandle {
-  return topo.sentinels.find((s) => sameAddr(s.address, a))!;
-}
 
 describe('failovers the pool cannot hear', () => {
   it('the leader was SIGKILLed and restarted, and SENTINEL FAILOVER runs through it as soon as it answers: three rounds, next to nothing lost, one failover event each', async () => {

@@ -1,0 +1,128 @@
+/**
+ * The call contract: what a mode's dispatcher offers the command surface (pools, views,
+ * batches, leases), and how one call's options are resolved before it is dispatched. Below
+ * the surface and the dispatchers alike, so neither imports the other.
+ */
+import type { Connection } from '../connection/connection.js';
+import type { CommandSpec, ScanOptions } from '../commands/helpers.js';
+import type { KeyPrefixer } from '../commands/key-prefix.js';
+import type { ClientCache } from '../cache/client-cache.js';
+import type { Arg, Reply } from '../types.js';
+import type { CallOptions, ResolvedCall } from './call-options.js';
+import { effectiveDurability, isDurableWrite, type Durability, type DurabilityCounters } from './durability.js';
+
+/** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
+export type BatchResult = Array<Reply | Error>;
+
+/** A borrowed connection, as the pool lends it. */
+export interface LeaseHandle {
+  conn: Connection;
+  release(): void;
+  /**
+   * Takes the connection out of the exclusive pool for good instead of releasing it (for
+   * `pool.dedicated()`); its holder closes it. Absent where a mode cannot offer it.
+   */
+  detach?(): void;
+}
+
+/** How a mode runs commands. Pools, views and batches are thin layers over this. */
+export interface Dispatcher {
+  /** Runs one command, with retries as the mode allows. */
+  dispatch(args: Arg[], call: ResolvedCall): Promise<Reply>;
+  /** Runs a pipeline (`transaction` false) or MULTI/EXEC (true; null when WATCH aborted it). */
+  dispatchBatch(commands: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null>;
+  /**
+   * Borrows an exclusive connection (to the node owning `key`, in a cluster). `args` is the
+   * command a blocking call will send, so a cluster can route it by its keys.
+   */
+  lease(key: Arg | undefined, args?: readonly Arg[], deadline?: number): Promise<LeaseHandle>;
+  /** Default deadline of a call in ms (0 = none). */
+  readonly commandTimeout: number;
+  /**
+   * The pool's `durability` (undefined = off, and always for dispatchers that only read, such as
+   * Sentinel `role: 'replica'`: a WAIT never goes to a replica).
+   */
+  readonly durability?: Durability | undefined;
+  /** True when this dispatcher talks to replicas only: no call's `durability` applies (WAIT there would fail). */
+  readonly replicasOnly?: boolean;
+  /** Where a call's own `with({ durability })` is counted (the pool's stats), also while the pool's is off. */
+  readonly durabilityCounters?: DurabilityCounters;
+  /** The pool's client-side cache, when `cache` is on (`call()` and the helpers go through it). */
+  cache?: ClientCache;
+  /**
+   * Runs a blocking command on an exclusive connection with the mode's redirect handling (a
+   * cluster follows MOVED/ASK/CLUSTERDOWN). Without it, the command is sent once on a lease.
+   */
+  runBlocking?(args: Arg[], call: ResolvedCall): Promise<Reply>;
+  /**
+   * Iterates over the keys of every node that holds a share of them (a cluster: every master),
+   * for `scanIterator()` on pools and views; without it, SCAN goes through `dispatch` (one node).
+   */
+  scanEveryNode?(options: ScanOptions | undefined, call: CallOptions | undefined, keyPrefix: KeyPrefixer | undefined): AsyncIterableIterator<string>;
+}
+
+/** Commands sent around the client-side cache drop the entries of the keys they write. */
+export function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
+  const cache = d.cache;
+  if (cache !== undefined) for (const c of cmds) cache.noteWrite(c);
+  return cmds;
+}
+
+/** Builds the resolved options of one call. */
+export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs: number | undefined): ResolvedCall {
+  let budget = o?.timeout ?? d.commandTimeout;
+  const blocking = blockSecs !== undefined;
+  if (blocking) budget = blockSecs === 0 || budget === 0 ? 0 : budget + blockSecs * 1000;
+  return {
+    signal: o?.signal,
+    deadline: budget > 0 ? Date.now() + budget : 0,
+    returnBuffers: o?.returnBuffers ?? false,
+    idempotent: o?.idempotent ?? false,
+    blocking,
+    budget,
+    patience: o?.timeout !== undefined ? budget : 0,
+    durability: o?.durability === undefined || d.replicasOnly ? d.durability : effectiveDurability(d.durability, o.durability, d.durabilityCounters),
+    durable: undefined,
+  };
+}
+
+/** Marks `call` as the call of a durable write when it asks for durability and `args` writes. */
+export function markDurable(call: ResolvedCall, args: readonly Arg[]): ResolvedCall {
+  if (call.durability !== undefined && isDurableWrite(args)) call.durable = call.durability;
+  return call;
+}
+
+export function applyTransform(spec: CommandSpec, value: Reply): unknown {
+  return spec.transform ? spec.transform(value) : value;
+}
+
+/**
+ * `p`, or the signal's reason as soon as it aborts; a value that arrives after the abort is
+ * handed to `discard` (e.g. a lease goes back to the pool).
+ */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, discard: (v: T) => void): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) {
+    p.then(discard, () => {});
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    let gaveUp = false;
+    const onAbort = () => {
+      gaveUp = true;
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        if (gaveUp) discard(v);
+        else resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        if (!gaveUp) reject(e);
+      },
+    );
+  });
+}
