@@ -8,7 +8,7 @@ import { runBatchOn } from '../pool/batch.js';
 import { resolveCall, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/call.js';
 import type { Arg, Reply } from '../types.js';
 import type { Gate } from './gate.js';
-import type { SentinelPool } from './sentinel-pool.js';
+import type { SentinelHost } from './sentinel-host.js';
 
 /**
  * Master-mode dispatch: waits at the gate while a switch is under way, sends over the lane,
@@ -16,8 +16,8 @@ import type { SentinelPool } from './sentinel-pool.js';
  */
 export class MasterDispatcher extends LaneDispatcher {
   private readonly gate: Gate;
-  constructor(private readonly pool: SentinelPool) {
-    const i = pool.internals;
+  constructor(private readonly pool: SentinelHost) {
+    const i = pool;
     super(i.node, i.o.data.commandTimeout, i.o.data.connectTimeout, i.isClosed, !i.o.offlineQueue, i.o.durability, i.o.durabilityCounters);
     this.gate = i.gate;
   }
@@ -73,7 +73,7 @@ export class MasterDispatcher extends LaneDispatcher {
    */
   private held(args: readonly Arg[]): boolean {
     if (this.gate.isOpen) return false;
-    return !(this.pool.internals.isFenced() && isReadOnlyCommand(args));
+    return !(this.pool.isFenced() && isReadOnlyCommand(args));
   }
 
   private onFailure(err: unknown, conn: Connection): void {
@@ -118,7 +118,7 @@ export class MasterDispatcher extends LaneDispatcher {
 
   override async lease(key?: Arg, args?: readonly Arg[], deadline = 0): Promise<LeaseHandle> {
     // One deadline for the wait for a switch and the wait for a connection together.
-    const budget = Date.now() + this.pool.internals.o.pool.acquireTimeoutMillis;
+    const budget = Date.now() + this.pool.o.pool.acquireTimeoutMillis;
     const until = deadline > 0 ? Math.min(deadline, budget) : budget;
     if (!this.gate.isOpen) await this.gate.wait(resolveCall(this, { timeout: Math.max(1, until - Date.now()) }, undefined), 'use()');
     return super.lease(key, args, until);
@@ -132,8 +132,8 @@ export class MasterDispatcher extends LaneDispatcher {
 export class ReplicaDispatcher implements Dispatcher {
   readonly commandTimeout: number;
   readonly replicasOnly = true;
-  constructor(private readonly pool: SentinelPool) {
-    this.commandTimeout = pool.internals.o.data.commandTimeout;
+  constructor(private readonly pool: SentinelHost) {
+    this.commandTimeout = pool.o.data.commandTimeout;
   }
 
   async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
@@ -143,11 +143,11 @@ export class ReplicaDispatcher implements Dispatcher {
     for (let i = 0; i <= tries; i++) {
       const node = this.pool.pickReplica();
       try {
-        const conn = node.laneSync() ?? (await laneWithin(node, call, args, !this.pool.internals.o.offlineQueue, 'replica '));
+        const conn = node.laneSync() ?? (await laneWithin(node, call, args, !this.pool.o.offlineQueue, 'replica '));
         return await sendTraced(conn, args, call, ++attempt);
       } catch (err) {
         last = err;
-        if (this.pool.internals.isClosed()) throw new PoolClosedError(undefined, { cause: err });
+        if (this.pool.isClosed()) throw new PoolClosedError(undefined, { cause: err });
         if (err instanceof TimeoutError || !(err instanceof ConnectionError)) throw err;
         if (!mayRetry(err, args, call)) throw err;
         if (remaining(call) <= 0) throw err;
@@ -166,7 +166,7 @@ export class ReplicaDispatcher implements Dispatcher {
         node.release(conn);
       }
     }
-    const conn = node.laneSync() ?? (await laneWithin(node, call, ['PIPELINE'], !this.pool.internals.o.offlineQueue, 'replica '));
+    const conn = node.laneSync() ?? (await laneWithin(node, call, ['PIPELINE'], !this.pool.o.offlineQueue, 'replica '));
     return runBatchOn(conn, cmds, call, false);
   }
 

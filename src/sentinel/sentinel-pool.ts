@@ -11,6 +11,7 @@ import { KeyPrefixer } from '../commands/key-prefix.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
 import { MasterDispatcher, ReplicaDispatcher } from './dispatchers.js';
+import type { DetectedBy, SentinelHost } from './sentinel-host.js';
 import { Gate } from './gate.js';
 import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
@@ -24,12 +25,7 @@ import { trackingCommand } from '../cache/options.js';
 import type { Connection } from '../connection/connection.js';
 import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
 
-/**
- * How a master switch was noticed: a sentinel message, the periodic poll, a READONLY reply, a
- * reconnect, or `'promotion'`: the pool saw the replica promoted itself (Sentinel killed the
- * pool's watch connection to it and ROLE then said master), whoever led the failover.
- */
-export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect' | 'promotion';
+export type { DetectedBy } from './sentinel-host.js';
 
 /** Emitted once per master switch, after the pool points at the new master and no command can reach the old one. */
 export interface FailoverEvent {
@@ -227,7 +223,17 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.onGateStall());
     this.cache = o.cache ? new ClientCache(o.cache) : undefined;
     this.node = this.makeNode(master, true);
-    this.dispatcher = o.role === 'replica' ? new ReplicaDispatcher(this) : new MasterDispatcher(this);
+    const host: SentinelHost = {
+      node: this.node,
+      gate: this.gate,
+      o,
+      isClosed: () => this.closed,
+      isFenced: () => this.fence !== undefined,
+      requestRefresh: (reason, hold) => this.requestRefresh(reason, hold),
+      replicaCount: () => this.replicaCount(),
+      pickReplica: () => this.pickReplica(),
+    };
+    this.dispatcher = o.role === 'replica' ? new ReplicaDispatcher(host) : new MasterDispatcher(host);
     if (o.keyPrefix) this.keyPrefix = new KeyPrefixer(o.keyPrefix, new CommandRegistry());
     if (this.cache) this.dispatcher.cache = this.cache;
   }
@@ -711,11 +717,6 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       this.emit('error', new ConnectionError(`No healthy replica of "${this.o.masterName}": commands go to the master ${key(this.node.target)} (replicaFallback: 'master').`, { address: { ...this.node.target } }));
     }
     return this.node;
-  }
-
-  /** @internal */
-  get internals() {
-    return { node: this.node, gate: this.gate, o: this.o, isClosed: () => this.closed, isFenced: () => this.fence !== undefined };
   }
 
   // ---- public -------------------------------------------------------------------------

@@ -1,0 +1,31 @@
+import type { NodePool } from '../pool/node-pool.js';
+import type { Gate } from './gate.js';
+import type { ResolvedSentinelOptions } from './options.js';
+
+/**
+ * How a master switch was noticed: a sentinel message, the periodic poll, a READONLY reply, a
+ * reconnect, or `'promotion'`: the pool saw the replica promoted itself (Sentinel killed the
+ * pool's watch connection to it and ROLE then said master), whoever led the failover.
+ */
+export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect' | 'promotion';
+
+/**
+ * What Sentinel's dispatchers need from the pool: the master's node pool, the gate that holds
+ * commands during a switch, the options, and the hooks that start a re-check or pick a replica.
+ * The pool hands its dispatchers this, not itself, so neither module imports the other.
+ */
+export interface SentinelHost {
+  /** The master's node pool (its target moves with failovers). */
+  readonly node: NodePool;
+  readonly gate: Gate;
+  readonly o: ResolvedSentinelOptions;
+  isClosed(): boolean;
+  /** True while the write fence holds writes (reads may still go to the old master). */
+  isFenced(): boolean;
+  /** Asks for the master again; with `hold`, new commands wait until it is confirmed. */
+  requestRefresh(reason: DetectedBy, hold: boolean): void;
+  /** Healthy replicas known now. */
+  replicaCount(): number;
+  /** The replica pool for the next read (or the master's, per `replicaFallback`); throws a not-sent ConnectionError when none may serve. */
+  pickReplica(): NodePool;
+}
