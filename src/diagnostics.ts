@@ -1,6 +1,7 @@
 import dc from 'node:diagnostics_channel';
 import type { Connection, SendOptions } from './connection/connection.js';
 import type { Arg, NodeAddress, Reply } from './types.js';
+import type { MaintenanceEvent } from './connection/maintenance.js';
 
 /**
  * Observability through `node:diagnostics_channel`: what APM agents and the OpenTelemetry
@@ -36,6 +37,8 @@ export const DIAGNOSTICS_CHANNELS = {
   redirect: 'redis-ha-pool:redirect',
   /** A wait for an exclusive connection (`use()`, `multi()`, blocking commands) ended: {@link AcquireDiagnostic}. */
   acquire: 'redis-ha-pool:acquire',
+  /** A connection received a maintenance notification (MOVING, MIGRATING …): {@link MaintenanceDiagnostic}. */
+  maintenance: 'redis-ha-pool:maintenance',
 } as const;
 
 /**
@@ -148,6 +151,18 @@ export interface AcquireDiagnostic {
   error?: Error;
 }
 
+/**
+ * Payload of `redis-ha-pool:maintenance`: the `maintenance` event's facts, and which pool and
+ * connection received the notification. Published once the pool acted on it (a MOVING's
+ * hand-over started, a SMIGRATED's slot map updated).
+ */
+export interface MaintenanceDiagnostic extends MaintenanceEvent {
+  /** The mode of the pool whose connection received it. */
+  mode: PoolMode;
+  /** The connection's id (as in `redis-ha-pool:connect`). */
+  connectionId: number;
+}
+
 const command = dc.tracingChannel<object, CommandTraceContext>(DIAGNOSTICS_CHANNELS.command);
 const onStart = command.start;
 const onEnd = command.end;
@@ -160,6 +175,7 @@ const failoverChannel = dc.channel(DIAGNOSTICS_CHANNELS.failover);
 const topologyChannel = dc.channel(DIAGNOSTICS_CHANNELS.topology);
 const redirectChannel = dc.channel(DIAGNOSTICS_CHANNELS.redirect);
 const acquireChannel = dc.channel(DIAGNOSTICS_CHANNELS.acquire);
+const maintenanceChannel = dc.channel(DIAGNOSTICS_CHANNELS.maintenance);
 
 /** Where a connection came from, recorded once per connection (the payload's mode and frozen address). */
 interface Origin {
@@ -287,4 +303,13 @@ export function acquireInfo(address: NodeAddress, mode: PoolMode, startedAt: num
 /** @internal `redis-ha-pool:acquire`. */
 export function publishAcquire(info: AcquireDiagnostic): void {
   acquireChannel.publish(info);
+}
+
+/** @internal `redis-ha-pool:maintenance`. */
+export function publishMaintenance(event: MaintenanceEvent, mode: PoolMode, connectionId: number): void {
+  if (maintenanceChannel.hasSubscribers) {
+    const out: MaintenanceDiagnostic = { ...event, address: { ...event.address }, mode, connectionId };
+    if (event.target) out.target = { ...event.target };
+    maintenanceChannel.publish(out);
+  }
 }

@@ -12,6 +12,7 @@ export type { PoolOptions } from './pool/options.js';
 export type { DurabilityOptions, DurabilityStats } from './pool/durability.js';
 export type { NodePoolStats } from './pool/node-pool.js';
 export type { ConnectionOptions } from './connection/options.js';
+export type { MaintenanceEvent, MaintenanceKind, MaintenanceStats, MaintEndpointType, MaintNotificationsMode } from './connection/maintenance.js';
 export type { CredentialsProvider, Credentials, CredentialContext, CredentialRole } from './connection/credentials.js';
 export type {
   Commands, BatchCommands, ScanIterators, SetOptions, SetToken, GetExOptions, ScanOptions, ZRangeOptions, XAddOptions, XReadOptions, XReadGroupOptions,
@@ -42,5 +43,5 @@ export type { CacheOptions } from './cache/options.js';
 export type { CacheStats, FlushReason } from './cache/client-cache.js';
 export {
   DIAGNOSTICS_CHANNELS, type PoolMode, type CommandTraceContext, type ConnectDiagnostic, type CloseDiagnostic, type FailoverDiagnostic,
-  type TopologyDiagnostic, type RedirectDiagnostic, type AcquireDiagnostic,
+  type TopologyDiagnostic, type RedirectDiagnostic, type AcquireDiagnostic, type MaintenanceDiagnostic,
 } from './diagnostics.js';

@@ -64,6 +64,7 @@ export class StandalonePool extends BasePool<PoolEvents> {
     this.node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
     this.node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
     this.node.on('error', (e) => this.emit('error', e));
+    this.node.on('maintenance', (e) => this.emit('maintenance', e));
     this.dispatcher = new LaneDispatcher(this.node, conn.commandTimeout, conn.connectTimeout, () => this.closed, !common.offlineQueue, common.durability, common.durabilityCounters);
     this.durability = common.durabilityCounters;
     if (c) (this.dispatcher as Dispatcher).cache = c;

@@ -18,6 +18,7 @@ import type { Arg } from '../types.js';
 import { clusterPlacement } from './cluster-pubsub.js';
 import { ClientCache, type CacheStats } from '../cache/client-cache.js';
 import { keySlot, SLOT_COUNT } from './slot.js';
+import type { MaintenanceStats } from '../connection/maintenance.js';
 
 /** Events of a {@link ClusterPool}. */
 export interface ClusterEvents extends PoolEvents {
@@ -101,6 +102,8 @@ export interface ClusterStats {
   pubsub: PubSubStats;
   /** The client-side cache's counters, when `cache` is on. */
   cache?: CacheStats;
+  /** Maintenance notifications over every node (Redis Software / Redis Cloud), SMIGRATED slot map updates included. */
+  maintenance: MaintenanceStats;
 }
 
 /**
@@ -215,6 +218,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
     pool.on('error', (error) => {
       if (!this.closed) this.emit('node-error', { address: { ...pool.target }, error });
     });
+    pool.on('maintenance', (event) => this.emit('maintenance', event));
   }
 
   /**
@@ -308,11 +312,12 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   /** Nodes, masters, per-node pools, redirect and refresh counts. */
   stats(): ClusterStats {
     const map = this.topology.map;
+    const pools = this.topology.allPools().map((p) => p.stats());
     return {
       nodes: map.nodes().length,
       masters: map.masters({ withSlots: true }).length,
       coveredSlots: map.coveredSlots,
-      pools: this.topology.allPools().map((p) => p.stats()),
+      pools,
       redirects: { ...this.redirects },
       refreshes: this.topology.refreshes,
       liveCommandTable: this.registry.hasLiveTable,
@@ -320,6 +325,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
       ...(this.cache ? { cache: this.cache.stats() } : {}),
+      maintenance: this.topology.maintenance.snapshot(pools.reduce((n, p) => n + p.maintenance.relaxedNow, 0)),
     };
   }
 

@@ -113,7 +113,8 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
   return {
     seeds: parsed.map((p) => ({ host: p.host, port: p.port })),
     data,
-    probe: { ...data, connectTimeout: Math.min(data.connectTimeout || refreshTimeout, refreshTimeout), commandTimeout: refreshTimeout, clientName: undefined },
+    // Probes ask for the map and close: no maintenance notifications for them.
+    probe: { ...data, connectTimeout: Math.min(data.connectTimeout || refreshTimeout, refreshTimeout), commandTimeout: refreshTimeout, clientName: undefined, maint: undefined },
     pool: common.pool,
     closeTimeout: common.closeTimeout,
     offlineQueue: common.offlineQueue,

@@ -147,17 +147,7 @@ export class SlotMap {
     let shards = this.shards;
     let target = shards.find((s) => s.master.key === key);
     if (!target) {
-      const known = this.nodes().find((n) => n.key === key);
-      const master: ClusterNode = {
-        ...(known?.id === undefined ? {} : { id: known.id }),
-        ...(known?.hostname === undefined ? {} : { hostname: known.hostname }),
-        host: address.host,
-        port: address.port,
-        key,
-        role: 'master',
-        health: known?.health ?? 'unknown',
-      };
-      target = { master, replicas: [] };
+      target = this.newShard(address, key);
       shards = [...shards, target];
     }
     if (this.shardForSlot(slot) === target && shards === this.shards) return this;
@@ -169,6 +159,51 @@ export class SlotMap {
       return new SlotMap(shards, flat, { natMap: this.#natMap });
     }
     return new SlotMap(shards, this.#base, { overlay, natMap: this.#natMap });
+  }
+
+  /**
+   * A new SlotMap where each `[slot, address]` of `moves` is served by the shard whose master is
+   * `address` (already NAT-mapped), built once however many slots move (a SMIGRATED notification
+   * may move thousands). Unknown addresses become new shards as in {@link withMovedSlot}.
+   */
+  withMovedSlots(moves: ReadonlyArray<readonly [slot: number, address: NodeAddress]>): SlotMap {
+    if (moves.length === 0) return this;
+    if (moves.length === 1) return this.withMovedSlot(moves[0]![0], moves[0]![1]);
+    const shards = [...this.shards];
+    const byKey = new Map(shards.map((s) => [s.master.key, s] as const));
+    const flat = this.slots.slice();
+    let changed = false;
+    for (const [slot, address] of moves) {
+      if (!Number.isInteger(slot) || slot < 0 || slot >= SLOT_COUNT) throw new RangeError(`slot ${slot} is out of range`);
+      const key = formatAddress(address);
+      let target = byKey.get(key);
+      if (!target) {
+        target = this.newShard(address, key);
+        shards.push(target);
+        byKey.set(key, target);
+        changed = true;
+      }
+      if (flat[slot] !== target) {
+        flat[slot] = target;
+        changed = true;
+      }
+    }
+    return changed ? new SlotMap(shards, flat, { natMap: this.#natMap }) : this;
+  }
+
+  /** A single-node shard for `address`, with the id and health of a replica there if any (a promoted replica). */
+  private newShard(address: NodeAddress, key: string): Shard {
+    const known = this.nodes().find((n) => n.key === key);
+    const master: ClusterNode = {
+      ...(known?.id === undefined ? {} : { id: known.id }),
+      ...(known?.hostname === undefined ? {} : { hostname: known.hostname }),
+      host: address.host,
+      port: address.port,
+      key,
+      role: 'master',
+      health: known?.health ?? 'unknown',
+    };
+    return { master, replicas: [] };
   }
 
   /**

@@ -9,6 +9,7 @@ import { seedFailureMessage } from './seed-errors.js';
 import { applyMoved, slotMapFromShards, slotMapFromSlots, SlotMap, type ClusterNode } from './slot-map.js';
 import { SLOT_COUNT } from './slot.js';
 import { trackingCommand } from '../cache/options.js';
+import { MaintCounters, SeenSequences, type MaintNotice } from '../connection/maintenance.js';
 
 /** What a refresh changed. */
 export interface TopologyChange {
@@ -79,6 +80,10 @@ export class Topology {
   refreshes = 0;
   /** Bumped by every change of the map (with {@link changed}): lets a wait tell whether it missed one. */
   version = 0;
+  /** Maintenance notification counts over every node pool (and SMIGRATED slot map updates). */
+  readonly maintenance = new MaintCounters();
+  /** SMIGRATED sequence numbers applied: every connection of the source node gets a copy. */
+  private readonly migrated = new SeenSequences();
 
   constructor(
     private readonly o: ResolvedClusterOptions,
@@ -216,6 +221,7 @@ export class Topology {
     p = new NodePool({ host: address.host, port: address.port }, this.o.data, this.o.pool, {
       handshake: nodeHandshake(this.o),
       mode: 'cluster',
+      maintenanceTotals: this.maintenance,
       onConnection: this.hooks.onConnection ? (c) => this.hooks.onConnection!(c) : undefined,
       onConnectionLost: (error) => {
         this.hooks.onNodeError({ host: address.host, port: address.port }, error);
@@ -230,6 +236,10 @@ export class Topology {
     p.on('connect', () => {
       this.connectErrors.delete(key);
       this.nodeUp(address);
+    });
+    // Before the facade re-emits it (it listens later): the event reports a map already updated.
+    p.on('maintenance', (_event, notice) => {
+      if (notice.kind === 'SMIGRATED') this.slotsMigrated(notice);
     });
     this.pools.set(key, p);
     this.hooks.onPoolCreated(p);
@@ -260,6 +270,23 @@ export class Topology {
     }
     this.requestRefresh([to]);
     return before;
+  }
+
+  /**
+   * SMIGRATED: the slots it lists are served by their targets from now on, in the map at once
+   * (no command has to earn a MOVED first), once per sequence number. No refresh is asked: a
+   * node that has not applied the move yet could still describe the old map.
+   */
+  private slotsMigrated(notice: Extract<MaintNotice, { kind: 'SMIGRATED' }>): void {
+    if (this.closed || !this.migrated.first(notice.seq)) return;
+    const moves: Array<[number, NodeAddress]> = [];
+    for (const m of notice.moves) for (const [a, b] of m.slots) for (let slot = a; slot <= b; slot++) moves.push([slot, m.target]);
+    this.maintenance.add('slotMapUpdates');
+    const next = this.current.withMovedSlots(moves);
+    if (next !== this.current) {
+      this.current = next;
+      this.notifyChange();
+    }
   }
 
   /**

@@ -8,20 +8,29 @@ import { handshakeClosedMessage } from './tls-errors.js';
 export interface HandshakeStep {
   args: Arg[];
   what: string;
+  /** An error reply to it is ignored (the `auto` opt-in to maintenance notifications). */
+  optional?: boolean;
 }
+
+/** The `what` of the maintenance notifications opt-in. */
+export const MAINT_STEP = 'CLIENT MAINT_NOTIFICATIONS';
 
 /**
  * The commands that greet a node, in order: HELLO 3 (with AUTH and SETNAME) or AUTH and CLIENT
- * SETNAME, SELECT, the owner's extra commands (READONLY …) and, with `verify`, a PING that
- * proves a Redis answers (not some other service, nor one that wants a password we lack).
+ * SETNAME, the opt-in to maintenance notifications (RESP3, when `maintEndpoint` is given),
+ * SELECT, the owner's extra commands (READONLY …) and, with `verify`, a PING that proves a
+ * Redis answers (not some other service, nor one that wants a password we lack).
  */
-export function handshakeSteps(o: ResolvedConnectionOptions, creds: Credentials | null, extra: readonly Arg[][], verify: boolean): HandshakeStep[] {
+export function handshakeSteps(o: ResolvedConnectionOptions, creds: Credentials | null, extra: readonly Arg[][], verify: boolean, maintEndpoint?: string): HandshakeStep[] {
   const steps: HandshakeStep[] = [];
   if (o.protocol === 3) {
     const hello: Arg[] = ['HELLO', '3'];
     if (creds) hello.push('AUTH', creds.username ?? 'default', creds.password);
     if (o.clientName) hello.push('SETNAME', o.clientName);
     steps.push({ args: hello, what: 'HELLO 3' });
+    if (o.maint && maintEndpoint !== undefined) {
+      steps.push({ args: ['CLIENT', 'MAINT_NOTIFICATIONS', 'ON', 'moving-endpoint-type', maintEndpoint], what: MAINT_STEP, optional: o.maint.mode === 'auto' });
+    }
   } else {
     if (creds) steps.push({ args: authArgs(creds), what: 'AUTH' });
     if (o.clientName) steps.push({ args: ['CLIENT', 'SETNAME', o.clientName], what: 'CLIENT SETNAME' });
@@ -49,6 +58,7 @@ export interface HandshakeContext {
  */
 export function handshakeError(step: HandshakeStep, outcome: unknown, c: HandshakeContext): Error | undefined {
   if (!(outcome instanceof Error)) return undefined;
+  if (step.optional && outcome instanceof RedisError) return undefined;
   if (!(outcome instanceof RedisError)) {
     // Bytes that are not RESP surface as the protocol error itself, the clearest diagnosis.
     if (c.closedError instanceof ProtocolError || c.closedError instanceof TimeoutError) return c.closedError;
@@ -57,6 +67,12 @@ export function handshakeError(step: HandshakeStep, outcome: unknown, c: Handsha
   }
   // Old servers echo an unknown command's arguments ("HELLO 3 AUTH user <password>").
   const r = c.creds ? scrubSecret(outcome, c.creds.password) : outcome;
+  if (step.what === MAINT_STEP) {
+    return new ConnectionError(
+      `${c.label} refused maintenance notifications (${step.args.join(' ')}: ${clause(r.message)}). maintNotifications: 'enabled' needs a server that sends them (Redis Software 8.0.2+, Redis Cloud); use maintNotifications: 'auto' to connect without them.`,
+      { cause: r, address: c.address },
+    );
+  }
   // Any other error reply to PING still proves a RESP server answered.
   if (step.what === 'PING' && r.code !== 'NOAUTH') return undefined;
   // Before the AUTH heuristic: a server without HELLO echoes "… 'AUTH' 'user' …" in its refusal.

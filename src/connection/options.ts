@@ -1,6 +1,9 @@
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { checkNumber, checkOneOf, checkString } from '../options.js';
 import { Auth, redactableTls, type CredentialRole, type CredentialsProvider } from './credentials.js';
+import { resolveNatMap, type NatMap } from '../nat-map.js';
+import type { NodeAddress } from '../types.js';
+import { DEFAULT_RELAXED_TIMEOUT, MAINT_ENDPOINT_TYPES, type MaintEndpointType, type MaintNotificationsMode } from './maintenance.js';
 
 /** How one connection reaches and greets a node. Every timeout is in milliseconds. */
 export interface ConnectionOptions {
@@ -58,16 +61,54 @@ export interface ConnectionOptions {
    * A single command larger than this is still sent when nothing else waits. Default 128 MiB.
    */
   maxPendingBytes?: number;
+  /**
+   * Maintenance notifications of Redis Software (8.0.2+) and Redis Cloud: RESP3 pushes the
+   * server sends ahead of planned work (an endpoint moving, a shard migrating or failing over,
+   * slots moving), so that the pool hands connections over, relaxes its timeouts and updates
+   * its slot map before anything fails. `'auto'` (default): opt in on every connection that
+   * speaks RESP3 (`protocol: 3`) and carry on without them when the server refuses, as
+   * open-source Redis does. `'enabled'`: a refusal fails the connection, and so `create()`,
+   * with a `ConnectionError`; needs `protocol: 3`. `'disabled'`: never opt in. See
+   * docs/managed-redis.md.
+   */
+  maintNotifications?: MaintNotificationsMode;
+  /**
+   * The form of the new address a MOVING notification carries: `'internal-ip'`,
+   * `'internal-fqdn'`, `'external-ip'`, `'external-fqdn'`, or `'none'` (no address: reconnect
+   * to the same name after half the notice). Default: inferred per connection, a name when it
+   * reached the server over TLS by name (the certificate is checked against it), else an IP;
+   * internal when the address reached is private, loopback or link-local, else external.
+   */
+  maintEndpointType?: MaintEndpointType;
+  /**
+   * While a notified maintenance is in progress on a connection, the command and socket
+   * timeouts in force there (per-call ones included) are raised to at least this many ms,
+   * never lowered, and restored when it ends. Default 10000.
+   */
+  maintRelaxedTimeout?: number;
+}
+
+/** Maintenance notification settings of a connection that opts in. */
+export interface ResolvedMaint {
+  /** `auto` ignores a refusal of the opt-in, `enabled` fails the connection. */
+  mode: 'auto' | 'enabled';
+  /** undefined: inferred per connection (see `inferEndpointType`). */
+  endpointType: MaintEndpointType | undefined;
+  relaxedTimeout: number;
+  /** The pool's `natMap`, for the addresses MOVING and SMIGRATED name. */
+  mapAddress: (a: NodeAddress) => NodeAddress;
 }
 
 /** Connection options with every default applied. */
-export interface ResolvedConnectionOptions extends Required<Omit<ConnectionOptions, 'username' | 'password' | 'credentials' | 'credentialsTimeout' | 'clientName' | 'tls'>> {
+export interface ResolvedConnectionOptions extends Required<Omit<ConnectionOptions, 'username' | 'password' | 'credentials' | 'credentialsTimeout' | 'clientName' | 'tls' | 'maintNotifications' | 'maintEndpointType' | 'maintRelaxedTimeout'>> {
   /** Where AUTH credentials come from; the secret itself is never enumerable. */
   auth: Auth;
   /** What the credentials provider is told this connection is for. */
   role: CredentialRole;
   clientName: string | undefined;
   tls: TlsConnectionOptions | undefined;
+  /** Maintenance notifications; undefined when this connection does not opt in. */
+  maint?: ResolvedMaint | undefined;
 }
 
 export const CONNECTION_DEFAULTS = {
@@ -86,7 +127,7 @@ export const CONNECTION_DEFAULTS = {
 
 
 /** Option names that belong to the connection (shared by every mode). */
-export const CONNECTION_OPTION_NAMES = ['username', 'password', 'credentials', 'credentialsTimeout', 'db', 'clientName', 'protocol', 'tls', 'connectTimeout', 'commandTimeout', 'socketTimeout', 'maxReplyBytes', 'pingInterval', 'keepAlive', 'maxPending', 'maxPendingBytes'] as const;
+export const CONNECTION_OPTION_NAMES = ['username', 'password', 'credentials', 'credentialsTimeout', 'db', 'clientName', 'protocol', 'tls', 'connectTimeout', 'commandTimeout', 'socketTimeout', 'maxReplyBytes', 'pingInterval', 'keepAlive', 'maxPending', 'maxPendingBytes', 'maintNotifications', 'maintEndpointType', 'maintRelaxedTimeout'] as const;
 
 /**
  * Validates connection options (TypeError naming the option) and applies defaults.
@@ -121,6 +162,10 @@ export function resolveConnectionOptions(
   if (o.keepAlive !== undefined && o.keepAlive > 0 && o.keepAlive < 1000) throw new TypeError(`Option ${n('keepAlive')} must be 0 (off) or at least 1000 ms (got ${o.keepAlive}); the OS counts keepalive in whole seconds.`);
   checkNumber(n('maxPending'), o.maxPending, { min: 1 });
   checkNumber(n('maxPendingBytes'), o.maxPendingBytes, { min: 1024, max: 2 ** 32 });
+  checkOneOf(n('maintNotifications'), o.maintNotifications, ['auto', 'enabled', 'disabled']);
+  checkOneOf(n('maintEndpointType'), o.maintEndpointType, MAINT_ENDPOINT_TYPES);
+  checkNumber(n('maintRelaxedTimeout'), o.maintRelaxedTimeout, { min: 1, max: MAX_TIMER });
+  const protocol = o.protocol ?? CONNECTION_DEFAULTS.protocol;
   const tlsOpt = o.tls ?? fromUrl.tls;
   return {
     auth: o.credentials
@@ -129,7 +174,7 @@ export function resolveConnectionOptions(
     role,
     db: o.db ?? fromUrl.db ?? CONNECTION_DEFAULTS.db,
     clientName: o.clientName,
-    protocol: o.protocol ?? CONNECTION_DEFAULTS.protocol,
+    protocol,
     tls: resolveTls(tlsOpt),
     connectTimeout: o.connectTimeout ?? CONNECTION_DEFAULTS.connectTimeout,
     commandTimeout: o.commandTimeout ?? CONNECTION_DEFAULTS.commandTimeout,
@@ -139,6 +184,27 @@ export function resolveConnectionOptions(
     keepAlive: o.keepAlive ?? CONNECTION_DEFAULTS.keepAlive,
     maxPending: o.maxPending ?? CONNECTION_DEFAULTS.maxPending,
     maxPendingBytes: o.maxPendingBytes ?? CONNECTION_DEFAULTS.maxPendingBytes,
+    maint: resolveMaint(o, protocol, n),
+  };
+}
+
+/**
+ * The maintenance notification settings; undefined when connections do not opt in (`disabled`,
+ * or `auto` under RESP2, which cannot carry pushes). The `natMap` of a Sentinel or Cluster pool
+ * is read from the same options object (standalone has none).
+ */
+function resolveMaint(o: ConnectionOptions, protocol: 2 | 3, n: (k: string) => string): ResolvedMaint | undefined {
+  const mode = o.maintNotifications ?? 'auto';
+  if (mode === 'enabled' && protocol !== 3) {
+    throw new TypeError(`Option ${n('maintNotifications')}: 'enabled' needs ${n('protocol')}: 3 (maintenance notifications are RESP3 push messages); set ${n('protocol')}: 3, or use ${n('maintNotifications')}: 'auto'.`);
+  }
+  if (mode === 'disabled' || protocol !== 3) return undefined;
+  const natMap = (o as { natMap?: NatMap }).natMap;
+  return {
+    mode,
+    endpointType: o.maintEndpointType,
+    relaxedTimeout: o.maintRelaxedTimeout ?? DEFAULT_RELAXED_TIMEOUT,
+    mapAddress: natMap === undefined ? (a) => a : resolveNatMap(natMap),
   };
 }
 
