@@ -1,7 +1,7 @@
 import type { ResolvedConnectionOptions } from '../connection/options.js';
 import { AllSentinelsDownError, AuthenticationError, ConnectionError, MasterNotMonitoredError, RedisError } from '../errors.js';
 import { formatAddress, type NodeAddress } from '../types.js';
-import { isPermissionError, oneShot, oneShotAll, parseMasterAddr, parseMasterRecord, parseRole, parseSentinels, healthyReplicas } from './sentinel-client.js';
+import { isPermissionError, oneShot, oneShotAll, parseMasterAddr, parseMasterRecord, parseRole, parseSentinels, healthyReplicas, toFields } from './sentinel-client.js';
 
 /** What discovery needs to know. */
 export interface DiscoveryContext {
@@ -91,9 +91,16 @@ export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer>
   }
   const failed = errors.filter((e) => e !== undefined);
   if (answeredUnknown > 0) {
+    const known = await monitoredNames(list.filter((_, i) => errors[i] instanceof MasterNotMonitoredError), ctx);
+    const which = known === undefined
+      ? ''
+      : known.length === 0 ? '; they monitor no master at all' : `; they monitor ${known.map((n) => `"${n}"`).join(', ')}`;
+    const fix = known === undefined || known.length === 0
+      ? 'Check the name against SENTINEL MASTERS, or add the master with SENTINEL MONITOR.'
+      : 'Pass one of these names to SentinelPool.create(), or add the master with SENTINEL MONITOR.';
     throw new MasterNotMonitoredError(
       ctx.masterName,
-      `No sentinel monitors a master named "${ctx.masterName}" (${answeredUnknown} of ${list.length} answered; asked ${list.map(formatAddress).join(', ')}). Check the name against SENTINEL MASTERS.`,
+      `No sentinel monitors a master named "${ctx.masterName}"${which} (${answeredUnknown} of ${list.length} answered; asked ${list.map(formatAddress).join(', ')}). ${fix}`,
       { cause: failed[failed.length - 1] },
     );
   }
@@ -103,6 +110,23 @@ export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer>
     throw new AuthenticationError(down.message, { cause: down, address: list[0] });
   }
   throw down;
+}
+
+/**
+ * The master names the first of `sentinels` that answers `SENTINEL MASTERS` monitors, for the
+ * error of an unknown name; undefined when none may run it (ACL) or none answers.
+ */
+async function monitoredNames(sentinels: NodeAddress[], ctx: DiscoveryContext): Promise<string[] | undefined> {
+  for (const sentinel of sentinels) {
+    try {
+      const reply = await oneShot(sentinel, ctx.sentinelConn, ['SENTINEL', 'MASTERS']);
+      if (!Array.isArray(reply)) continue;
+      return reply.map((m) => toFields(m)['name']).filter((n): n is string => typeof n === 'string' && n !== '').sort();
+    } catch {
+      // refused (ACL) or gone: try the next, then say nothing of the names
+    }
+  }
+  return undefined;
 }
 
 /** The answer with the highest config epoch; one without an epoch counts as older than any with one. Earlier entries win ties. */
