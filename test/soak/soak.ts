@@ -56,12 +56,13 @@ import { GAP_THRESHOLD_MS, Load, WORKERS, errorClass, type Window } from './load
 type Mode = 'sentinel' | 'cluster';
 
 function usage(): never {
-  process.stdout.write('usage: npm run soak -- [--minutes N (default 10)] [--seed S (uint32)] [--mode sentinel|cluster|both (default both)]\n');
+  process.stdout.write('usage: npm run soak -- [--minutes N (default 10)] [--seed S (uint32)] [--mode sentinel|cluster|both (default both)] [--only TEXT (only the faults whose name contains TEXT)]\n');
   process.exit(2);
 }
 
-function parseArgs(argv: string[]): { minutes: number; seed: number; modes: Mode[] } {
+function parseArgs(argv: string[]): { minutes: number; seed: number; modes: Mode[]; only: string | undefined } {
   let minutes = 10;
+  let only: string | undefined;
   let seed: number | undefined;
   let mode = 'both';
   for (let i = 0; i < argv.length; i++) {
@@ -71,6 +72,7 @@ function parseArgs(argv: string[]): { minutes: number; seed: number; modes: Mode
     if (flag === '--minutes') minutes = Number(value());
     else if (flag === '--seed') seed = Number(value());
     else if (flag === '--mode') mode = value();
+    else if (flag === '--only') only = value();
     else if (flag === '--help' || flag === '-h') usage();
     else {
       process.stdout.write(`unknown argument ${a}\n`);
@@ -80,7 +82,7 @@ function parseArgs(argv: string[]): { minutes: number; seed: number; modes: Mode
   if (!Number.isFinite(minutes) || minutes <= 0) usage();
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)) usage();
   if (mode !== 'sentinel' && mode !== 'cluster' && mode !== 'both') usage();
-  return { minutes, seed: seed ?? randomInt(0, 0xffffffff), modes: mode === 'both' ? ['sentinel', 'cluster'] : [mode] };
+  return { minutes, seed: seed ?? randomInt(0, 0xffffffff), modes: mode === 'both' ? ['sentinel', 'cluster'] : [mode], only };
 }
 
 // ------------------------------------------------------------------ output, time
@@ -550,6 +552,15 @@ function baseContext(rng: Rng, load: () => Load): FaultContext {
   };
 }
 
+/** `--only TEXT`: the faults whose name contains TEXT (to repeat one sequence for its figures). */
+let onlyFaults: string | undefined;
+function selected<F extends { name: string }>(faults: F[]): F[] {
+  if (onlyFaults === undefined) return faults;
+  const picked = faults.filter((f) => f.name.includes(onlyFaults!));
+  if (picked.length === 0) throw new Error(`--only ${JSON.stringify(onlyFaults)} matches none of: ${faults.map((f) => f.name).join('; ')}`);
+  return picked;
+}
+
 async function runSentinel(budgetMs: number, seed: number): Promise<void> {
   const rng = new Rng(seed);
   const summary = emptySummary('sentinel', seed);
@@ -571,7 +582,7 @@ async function runSentinel(budgetMs: number, seed: number): Promise<void> {
   pool.on('error', (e) => bumpMap(load.window.poolErrors, errorClass(e)));
   const ctx: SentinelContext = { ...baseContext(rng, () => load), topo, px, pool, downAfterMs: SENTINEL_DOWN_AFTER };
   const read = sentinelReader(topo);
-  await driveThenClose(summary, load, read, () => runFaults({ mode: 'sentinel', faults: SENTINEL_FAULTS, load, ctx, settle: () => settleSentinel(ctx), read }, budgetMs, rng), [
+  await driveThenClose(summary, load, read, () => runFaults({ mode: 'sentinel', faults: selected(SENTINEL_FAULTS), load, ctx, settle: () => settleSentinel(ctx), read }, budgetMs, rng), [
     [unLoad, async () => {}], [unPool, () => closePool(pool, px, summary)], [unPx, () => px.close()], [unTopo, () => topo.stop()],
   ]);
 }
@@ -607,7 +618,7 @@ async function runCluster(budgetMs: number, seed: number): Promise<void> {
   };
   const ctx: ClusterContext = { ...baseContext(rng, () => load), topo, px, pool, nodeTimeoutMs: CLUSTER_NODE_TIMEOUT };
   const read = clusterReader(topo);
-  await driveThenClose(summary, load, read, () => runFaults({ mode: 'cluster', faults: CLUSTER_FAULTS, load, ctx, settle: () => settleCluster(ctx, 3), read, windowNotes }, budgetMs, rng), [
+  await driveThenClose(summary, load, read, () => runFaults({ mode: 'cluster', faults: selected(CLUSTER_FAULTS), load, ctx, settle: () => settleCluster(ctx, 3), read, windowNotes }, budgetMs, rng), [
     [unLoad, async () => {}], [unPool, () => closePool(pool, px, summary)], [unPx, () => px.close()], [unTopo, () => topo.stop()],
   ]);
 }
@@ -689,7 +700,8 @@ function table(): string {
 // ------------------------------------------------------------------ main
 
 async function main(): Promise<void> {
-  const { minutes, seed, modes } = parseArgs(process.argv.slice(2));
+  const { minutes, seed, modes, only } = parseArgs(process.argv.slice(2));
+  onlyFaults = only;
   const baseline = process.getActiveResourcesInfo();
   eld.enable();
   const budget = (minutes * 60_000) / modes.length;
