@@ -49,7 +49,19 @@ export class ClusterDispatcher implements Dispatcher {
     this.commandTimeout = h.o.data.commandTimeout;
     this.durability = h.o.durability;
     this.durabilityCounters = h.o.durabilityCounters;
-    this.router = new Router(h.registry, h.o, () => h.topology.map);
+    const zones = h.zones;
+    this.router = new Router(h.registry, h.o, () => h.topology.map, zones && {
+      zones,
+      failing: (n) => h.topology.connectError(n) !== undefined,
+      wake: (n) => {
+        if (h.isClosed()) return;
+        try {
+          void h.topology.pool(n).lane().catch(() => {});
+        } catch {
+          // The topology closed meanwhile: nothing to wake.
+        }
+      },
+    });
     this.runner = new FlightRunner(h, this.router);
   }
 

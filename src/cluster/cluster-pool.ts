@@ -19,6 +19,8 @@ import { clusterPlacement } from './cluster-pubsub.js';
 import { ClientCache, type CacheStats } from '../cache/client-cache.js';
 import { keySlot, SLOT_COUNT } from './slot.js';
 import type { MaintenanceStats } from '../connection/maintenance.js';
+import { ZoneTracker, type ZoneReadStats } from '../pool/zones.js';
+import { isAzReadFrom } from '../pool/read-from.js';
 
 /** Events of a {@link ClusterPool}. */
 export interface ClusterEvents extends PoolEvents {
@@ -104,6 +106,8 @@ export interface ClusterStats {
   cache?: CacheStats;
   /** Maintenance notifications over every node (Redis Software / Redis Cloud), SMIGRATED slot map updates included. */
   maintenance: MaintenanceStats;
+  /** Reads per zone and each node's zone, with a zone-aware `readFrom`. */
+  reads?: ZoneReadStats;
 }
 
 /**
@@ -143,14 +147,19 @@ export class ClusterPool extends BasePool<ClusterEvents> {
   private closing: Promise<void> | undefined;
   private hub: PubSubHub | undefined;
   private readonly cache: ClientCache | undefined;
+  /** Nodes' zones and reads per zone, with a zone-aware `readFrom`. */
+  private readonly zones: ZoneTracker | undefined;
 
   private constructor(o: ResolvedClusterOptions) {
     super();
     this.o = o;
     const cache = o.cache ? new ClientCache(o.cache, keySlot) : undefined;
     this.cache = cache;
+    const zones = isAzReadFrom(o.readFrom) ? new ZoneTracker(o.readFrom, o.clientAz, o.data.connectTimeout || 5000) : undefined;
+    this.zones = zones;
     this.topology = new Topology(o, {
-      ...(cache ? { onConnection: (c: Connection) => cache.attach(c) } : {}),
+      // Each connection asks its node's zone once, before anything else goes out on it.
+      ...(cache || zones ? { onConnection: (c: Connection) => { cache?.attach(c); zones?.observe(c); } } : {}),
       onChange: (change) => {
         publishTopology(change);
         this.emit('topology', change);
@@ -164,6 +173,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       topology: this.topology,
       o,
       registry: this.registry,
+      ...(zones ? { zones } : {}),
       isClosed: () => this.closed,
       onMoved: (slot, from, to) => {
         this.redirects.moved++;
@@ -186,6 +196,23 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       (this.dispatcher as Dispatcher).cache = cache;
       this.watchSlotsForCache(cache);
     }
+  }
+
+  /**
+   * Zone-aware reads need every node's zone before reads reach it: connect to each node whose
+   * zone is unknown (at start, waited for; after each map change, in the background).
+   */
+  private learnZones(zones: ZoneTracker): Promise<void> {
+    const pools = this.topology.map.nodes().filter((n) => !zones.knows(n)).map((n) => this.topology.pool(n));
+    return zones.learn(pools);
+  }
+
+  private watchZones(zones: ZoneTracker): void {
+    this.topology.changed.addEventListener('abort', () => {
+      if (this.closed) return;
+      void this.learnZones(zones);
+      this.watchZones(zones);
+    }, { once: true });
   }
 
   /**
@@ -232,6 +259,10 @@ export class ClusterPool extends BasePool<ClusterEvents> {
     const pool = new ClusterPool(o);
     try {
       await pool.topology.start();
+      if (pool.zones) {
+        await pool.learnZones(pool.zones);
+        pool.watchZones(pool.zones);
+      }
       await pool.checkHandshake();
       if (o.loadCommandTable) await pool.loadCommands();
     } catch (err) {
@@ -326,6 +357,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
       ...(this.cache ? { cache: this.cache.stats() } : {}),
       maintenance: this.topology.maintenance.snapshot(pools.reduce((n, p) => n + p.maintenance.relaxedNow, 0)),
+      ...(this.zones ? { reads: this.zones.stats() } : {}),
     };
   }
 
@@ -362,6 +394,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
     if (this.closing) return this.closing;
     this.closed = true;
     this.hub?.close();
+    this.zones?.close();
     this.closing = this.topology.close();
     return this.closing;
   }

@@ -6,9 +6,10 @@ import { resolveNatMap, type NatMap } from '../nat-map.js';
 import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from '../pool/common-options.js';
 import type { Address, NodeAddress } from '../types.js';
 import { resolveCacheOptions, type ResolvedCacheOptions } from '../cache/options.js';
+import { AZ_READ_FROM, checkAzOptions, type AzReadFrom } from '../pool/read-from.js';
 
-/** Where read-only commands go. */
-export type ReadFrom = 'master' | 'replica' | 'prefer-replica';
+/** Where read-only commands go (the `az-` values prefer nodes in `clientAz`). */
+export type ReadFrom = 'master' | 'replica' | 'prefer-replica' | AzReadFrom;
 
 /** Options of {@link ClusterPool.create}. Time values are in milliseconds. */
 export interface ClusterOptions extends Omit<ConnectionOptions, 'db'>, CommonOptions {
@@ -37,8 +38,18 @@ export interface ClusterOptions extends Omit<ConnectionOptions, 'db'>, CommonOpt
    * slot's shard, the master only when the shard has none); `'prefer-replica'` (a replica,
    * falling back to the master when the replica fails). Connections are opened with READONLY
    * when this is not `'master'`.
+   *
+   * Zone-aware (`clientAz` required), as valkey-glide does: `'az-affinity'` reads from a healthy
+   * replica of the slot's shard in `clientAz`, else any healthy replica of the shard, else its
+   * master; `'az-affinity-replicas-and-primary'` from a healthy replica in `clientAz`, else the
+   * master if it is in `clientAz`, else any healthy replica, else the master. The pool connects
+   * to every node at start (and to nodes that join) to ask its zone, once per connection
+   * (`HELLO`, else `INFO server` field `availability_zone`: Valkey 8+ with `availability-zone`
+   * set); a node that reports none counts as another zone. Reads per zone: `stats().reads`.
    */
   readFrom?: ReadFrom;
+  /** The availability zone this client runs in (e.g. `'use1-az1'`); required by, and only allowed with, a zone-aware `readFrom`. */
+  clientAz?: string;
   /** Announced address -> reachable address: `{ '10.0.0.5:6379': 'localhost:16379' }` or a function. */
   natMap?: NatMap;
   /**
@@ -70,6 +81,7 @@ export interface ResolvedClusterOptions extends ResolvedCommonOptions {
   minRefreshInterval: number;
   refreshInterval: number;
   readFrom: ReadFrom;
+  clientAz: string;
   natMap: (a: NodeAddress) => NodeAddress;
   splitMultiKey: boolean;
   retryDelayOnTryAgain: number;
@@ -79,7 +91,7 @@ export interface ResolvedClusterOptions extends ResolvedCommonOptions {
 }
 
 const KNOWN = [
-  ...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES, 'maxRedirections', 'refresh', 'readFrom', 'natMap', 'splitMultiKey',
+  ...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES, 'maxRedirections', 'refresh', 'readFrom', 'clientAz', 'natMap', 'splitMultiKey',
   'retryDelayOnTryAgain', 'retryBackoff', 'refreshTimeout', 'loadCommandTable',
 ];
 
@@ -94,7 +106,8 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
   checkKnown('refresh', o.refresh, ['minInterval', 'interval']);
   checkNumber('refresh.minInterval', o.refresh?.minInterval, { min: 1, max: MAX_TIMER });
   checkNumber('refresh.interval', o.refresh?.interval, { max: MAX_TIMER });
-  checkOneOf('readFrom', o.readFrom, ['master', 'replica', 'prefer-replica']);
+  checkOneOf('readFrom', o.readFrom, ['master', 'replica', 'prefer-replica', ...AZ_READ_FROM]);
+  checkAzOptions(o.readFrom, o.clientAz, 'ClusterPool');
   if (o.natMap !== undefined && typeof o.natMap !== 'function') checkObject('natMap', o.natMap);
   checkBoolean('splitMultiKey', o.splitMultiKey);
   checkNumber('retryDelayOnTryAgain', o.retryDelayOnTryAgain, { max: MAX_TIMER });
@@ -126,6 +139,7 @@ export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): Resolv
     minRefreshInterval: o.refresh?.minInterval ?? 200,
     refreshInterval: o.refresh?.interval ?? 30000,
     readFrom: o.readFrom ?? 'master',
+    clientAz: o.clientAz ?? '',
     natMap: resolveNatMap(o.natMap),
     splitMultiKey: o.splitMultiKey ?? true,
     retryDelayOnTryAgain: o.retryDelayOnTryAgain ?? 100,

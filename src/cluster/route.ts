@@ -4,7 +4,8 @@ import { RedisError, type CrossSlotError } from '../errors.js';
 import type { Arg, NodeAddress } from '../types.js';
 import type { ResolvedClusterOptions } from './options.js';
 import { crossSlotError, isSplittable, splitBySlot, type SplitPart } from './plan.js';
-import type { ClusterNode, SlotMap } from './slot-map.js';
+import type { ClusterNode, Shard, SlotMap } from './slot-map.js';
+import type { ZoneTracker } from '../pool/zones.js';
 import { keySlot } from './slot.js';
 
 /** How one command is routed. */
@@ -86,6 +87,15 @@ export function slotNotServed(slot: number): RedisError {
   return new RedisError(`CLUSTERDOWN Hash slot ${slot} is not served by any node, even after a topology refresh.`);
 }
 
+/** What zone-aware reads need besides the map: the zones, and which nodes fail to connect. */
+export interface ReadAffinity {
+  zones: ZoneTracker;
+  /** True while connections to the node fail (it is passed over for reads). */
+  failing(node: ClusterNode): boolean;
+  /** Reconnect a failing node in our zone in the background, so reads return to it when it answers. */
+  wake(node: ClusterNode): void;
+}
+
 /**
  * Routing against the live slot map: a command's route and multi-slot plan, and the node for
  * a route. Replicas and keyless commands share one round-robin counter.
@@ -97,6 +107,8 @@ export class Router {
     private readonly registry: CommandRegistry,
     private readonly o: Pick<ResolvedClusterOptions, 'readFrom' | 'splitMultiKey'>,
     private readonly map: () => SlotMap,
+    /** Set with a zone-aware `readFrom`. */
+    private readonly affinity?: ReadAffinity,
   ) {}
 
   /** See {@link routeCommand}; see {@link multiSlot} for keys that span slots. */
@@ -114,6 +126,7 @@ export class Router {
     if (route.slot === undefined) return this.anyMaster(avoid);
     const shard = this.map().shardForSlot(route.slot);
     if (!shard) return undefined;
+    if (route.readOnly && this.affinity) return this.byZone(shard, avoid, this.affinity);
     if (route.readOnly && this.o.readFrom !== 'master' && shard.replicas.length > 0) {
       const ok = shard.replicas.filter((r) => r.health !== 'failed' && r.health !== 'loading');
       const usable = ok.filter((r) => !avoid.has(r.key));
@@ -122,6 +135,23 @@ export class Router {
       if (this.o.readFrom === 'replica' && ok.length) return ok[this.rr++ % ok.length]!;
     }
     return shard.master;
+  }
+
+  /**
+   * A read by zone (see `chooseRead`): replicas the map reports failed or loading, that failed
+   * this command already (`avoid`) or whose connections fail are passed over; the master is the
+   * last resort. Counted in `stats().reads`.
+   */
+  private byZone(shard: Shard, avoid: Set<string>, a: ReadAffinity): NodeAddress {
+    const usable = (n: ClusterNode) => n.health !== 'failed' && n.health !== 'loading' && !avoid.has(n.key) && !a.failing(n);
+    const candidates = [shard.master, ...shard.replicas].map((n, i) => ({ node: n, address: n, primary: i === 0, healthy: usable(n) }));
+    const choice = a.zones.choose(candidates, (n) => {
+      // A node the map reports failed comes back through a refresh; one that only refused us is retried now.
+      if (n.health !== 'failed' && !avoid.has(n.key)) a.wake(n);
+    });
+    if (!choice) return shard.master;
+    a.zones.count(choice);
+    return choice.node;
   }
 
   /** The master of `slot`, or any master for a keyless command (transactions and leases never go to replicas). */

@@ -10,6 +10,7 @@ import type { Address, NodeAddress } from '../types.js';
 export type { NatMap } from '../nat-map.js';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { resolveCacheOptions, type ResolvedCacheOptions } from '../cache/options.js';
+import { AZ_READ_FROM, checkAzOptions, type AzReadFrom } from '../pool/read-from.js';
 
 /** Options of {@link SentinelPool.create}. Time values are in milliseconds. */
 export interface SentinelOptions extends ConnectionOptions, CommonOptions {
@@ -21,6 +22,18 @@ export interface SentinelOptions extends ConnectionOptions, CommonOptions {
    * `ConnectionError` (not sent).
    */
   replicaFallback?: 'master' | 'error';
+  /**
+   * With `role: 'replica'`, prefer replicas in the client's availability zone (`clientAz`,
+   * required), as valkey-glide does. `'az-affinity'`: a healthy replica in `clientAz`, else any
+   * healthy replica, else the master. `'az-affinity-replicas-and-primary'`: a healthy replica in
+   * `clientAz`, else the master if it is in `clientAz`, else any healthy replica, else the
+   * master. Each node's zone is asked once per connection (`HELLO`, else `INFO server` field
+   * `availability_zone`: Valkey 8+ with `availability-zone` set); a node that reports none counts
+   * as another zone. Reads per zone: `stats().reads`. Default: round robin over the replicas.
+   */
+  readFrom?: AzReadFrom;
+  /** The availability zone this client runs in (e.g. `'use1-az1'`); required by, and only allowed with, a zone-aware `readFrom`. */
+  clientAz?: string;
   /**
    * ACL user for the sentinels (separate from the data nodes' `username`). When neither this
    * nor `sentinelPassword` is given but `credentials` is, the provider is asked with role
@@ -79,6 +92,9 @@ export interface ResolvedSentinelOptions extends ResolvedCommonOptions {
   sentinels: NodeAddress[];
   role: 'master' | 'replica';
   replicaFallback: 'master' | 'error';
+  /** Zone-aware replica reads; undefined: round robin. */
+  readFrom: AzReadFrom | undefined;
+  clientAz: string;
   data: ResolvedConnectionOptions;
   /** Data-node options for ROLE checks: short timeouts. */
   probe: ResolvedConnectionOptions;
@@ -98,7 +114,7 @@ export interface ResolvedSentinelOptions extends ResolvedCommonOptions {
 }
 
 const KNOWN = [
-  ...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES, 'role', 'replicaFallback', 'sentinelUsername', 'sentinelPassword', 'sentinelTls', 'sentinelTimeout',
+  ...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES, 'role', 'replicaFallback', 'readFrom', 'clientAz', 'sentinelUsername', 'sentinelPassword', 'sentinelTls', 'sentinelTimeout',
   'resubscribe', 'pollInterval', 'sentinelPollInterval', 'maxQueued', 'queueTimeout', 'fenceTimeout', 'promotionCheckInterval', 'discoveryTimeout', 'watchReplicas', 'natMap',
 ];
 
@@ -118,6 +134,11 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   checkKnown('', o, KNOWN);
   checkOneOf('role', o.role, ['master', 'replica']);
   checkOneOf('replicaFallback', o.replicaFallback, ['master', 'error']);
+  checkOneOf('readFrom', o.readFrom, AZ_READ_FROM);
+  if (o.readFrom !== undefined && o.role !== 'replica') {
+    throw new TypeError(`Option readFrom: '${o.readFrom}' of SentinelPool needs role: 'replica' (role is ${o.role === undefined ? "'master' by default" : `'${o.role}'`}): with role 'master' every command goes to the master.`);
+  }
+  checkAzOptions(o.readFrom, o.clientAz, 'SentinelPool');
   checkString('sentinelUsername', o.sentinelUsername);
   checkString('sentinelPassword', o.sentinelPassword, true);
   checkTlsOptions('sentinelTls', o.sentinelTls);
@@ -152,6 +173,8 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     sentinels: list,
     role: o.role ?? 'master',
     replicaFallback: o.replicaFallback ?? 'master',
+    readFrom: o.readFrom,
+    clientAz: o.clientAz ?? '',
     data,
     probe: { ...data, connectTimeout: sentinelTimeout, commandTimeout: sentinelTimeout, clientName: undefined },
     sentinel: {

@@ -24,6 +24,8 @@ import { ClientCache, type CacheStats } from '../cache/client-cache.js';
 import { trackingCommand } from '../cache/options.js';
 import type { Connection } from '../connection/connection.js';
 import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
+import { ZoneTracker, type ZoneReadStats } from '../pool/zones.js';
+import type { ReadChoice } from '../pool/read-from.js';
 
 export type { DetectedBy } from './sentinel-host.js';
 
@@ -165,6 +167,8 @@ export interface SentinelStats extends NodePoolStats {
   pubsub: PubSubStats;
   /** The client-side cache's counters, when `cache` is on. */
   cache?: CacheStats;
+  /** Reads per zone and each node's zone, with a zone-aware `readFrom`. */
+  reads?: ZoneReadStats;
 }
 
 const key = formatAddress;
@@ -213,6 +217,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private readonly closeSignal = new AbortController();
   private hub: PubSubHub | undefined;
   private readonly cache: ClientCache | undefined;
+  /** Nodes' zones and reads per zone, with a zone-aware `readFrom`. */
+  private readonly zones: ZoneTracker | undefined;
 
   private constructor(o: ResolvedSentinelOptions, master: NodeAddress, epoch: number | undefined, noMasterRecord: Set<string> | undefined) {
     super();
@@ -222,6 +228,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap, noMasterRecord };
     this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.onGateStall());
     this.cache = o.cache ? new ClientCache(o.cache) : undefined;
+    this.zones = o.readFrom ? new ZoneTracker(o.readFrom, o.clientAz, o.data.connectTimeout || 5000) : undefined;
     this.node = this.makeNode(master, true);
     const host: SentinelHost = {
       node: this.node,
@@ -240,10 +247,13 @@ export class SentinelPool extends BasePool<SentinelEvents> {
 
   private makeNode(address: NodeAddress, isMaster: boolean): NodePool {
     const cache = this.cache;
+    const zones = this.zones;
     const node = new NodePool(address, isMaster ? this.o.data : { ...this.o.data, role: 'replica' }, this.o.pool, {
       onConnectionLost: isMaster ? () => this.requestRefresh('reconnect', true) : () => this.refreshReplicas(),
       mode: 'sentinel',
-      ...(cache && this.o.cache ? { handshake: [trackingCommand(this.o.cache)], onConnection: (c: Connection) => cache.attach(c) } : {}),
+      ...(cache && this.o.cache ? { handshake: [trackingCommand(this.o.cache)] } : {}),
+      // Each connection asks its node's zone once, before anything else goes out on it.
+      ...(cache || zones ? { onConnection: (c: Connection) => { cache?.attach(c); zones?.observe(c); } } : {}),
     });
     node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
     node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
@@ -683,7 +693,18 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     const keep = new Set(healthy.map(key));
     for (const p of this.replicaPools) if (!keep.has(key(p.target))) void p.close(this.o.closeTimeout);
     const existing = new Map(this.replicaPools.filter((p) => keep.has(key(p.target))).map((p) => [key(p.target), p]));
-    this.replicaPools = healthy.map((a) => existing.get(key(a)) ?? this.makeNode(a, false));
+    const created = new Map(healthy.filter((a) => !existing.has(key(a))).map((a) => [key(a), this.makeNode(a, false)]));
+    if (this.zones) {
+      // A new replica serves reads once its zone is known (else the first reads could cross
+      // zones); the master's zone matters to 'az-affinity-replicas-and-primary'.
+      this.replicaPools = [...existing.values()];
+      await this.zones.learn([...created.values(), ...(this.o.readFrom === 'az-affinity-replicas-and-primary' ? [this.node] : [])]);
+      if (this.closed) {
+        for (const p of created.values()) void p.close(this.o.closeTimeout);
+        return;
+      }
+    }
+    this.replicaPools = healthy.map((a) => existing.get(key(a)) ?? created.get(key(a))!);
     this.hub?.replace('replicas-changed');
   }
 
@@ -700,12 +721,29 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   }
 
   /**
-   * @internal Next replica pool (round robin). With none healthy: the master's pool
-   * (`replicaFallback: 'master'`, said once per outage) or a not-sent ConnectionError.
+   * @internal Next replica pool (round robin, or by zone with a zone-aware `readFrom`). With
+   * none healthy: the master's pool (`replicaFallback: 'master'`, said once per outage) or a
+   * not-sent ConnectionError.
    */
   pickReplica(): NodePool {
     const n = this.replicaPools.length;
-    if (n > 0) {
+    let last: ReadChoice<NodePool> | undefined;
+    if (this.zones) {
+      // A replica whose connection attempts keep failing is passed over (its pool reconnects in
+      // the background when it is in our zone) until the sentinels' next answer drops it.
+      const healthy = (p: NodePool) => p.lastError === undefined && !p.isClosed;
+      const choice = this.zones.choose(
+        [...this.replicaPools.map((p) => ({ node: p, address: p.target, primary: false, healthy: healthy(p) })), { node: this.node, address: this.node.target, primary: true, healthy: healthy(this.node) }],
+        (p) => void p.lane().catch(() => {}),
+      );
+      // The master as the last resort goes through replicaFallback below; in our zone it is a choice.
+      if (choice && choice.tier !== 'primary') {
+        if (choice.tier !== 'same-zone-primary') this.onMasterFallback = false;
+        this.zones.count(choice);
+        return choice.node;
+      }
+      last = choice;
+    } else if (n > 0) {
       this.onMasterFallback = false;
       return this.replicaPools[this.replicaRr++ % n]!;
     }
@@ -716,6 +754,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       this.onMasterFallback = true;
       this.emit('error', new ConnectionError(`No healthy replica of "${this.o.masterName}": commands go to the master ${key(this.node.target)} (replicaFallback: 'master').`, { address: { ...this.node.target } }));
     }
+    if (last) this.zones?.count(last);
     return this.node;
   }
 
@@ -746,6 +785,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
       ...(this.cache ? { cache: this.cache.stats() } : {}),
+      ...(this.zones ? { reads: this.zones.stats() } : {}),
     };
   }
 
@@ -781,6 +821,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     if (this.closing) return this.closing;
     this.closed = true;
     this.hub?.close();
+    this.zones?.close();
     this.closing = (async () => {
       if (this.pollTimer) clearInterval(this.pollTimer);
       this.promotionWatch?.stop();
