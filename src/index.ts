@@ -31,6 +31,8 @@ export { SentinelPool, type SentinelEvents, type SentinelStats, type FailoverEve
 export type { SentinelOptions, NatMap } from './sentinel/options.js';
 export { ClusterPool, type ClusterEvents, type ClusterStats } from './cluster/cluster-pool.js';
 export type { ClusterOptions, ReadFrom } from './cluster/options.js';
+export type { AzReadFrom } from './pool/read-from.js';
+export type { ZoneReadStats } from './pool/zones.js';
 export type { TopologyChange } from './cluster/topology.js';
 export type { BackoffOptions } from './pool/backoff.js';
 export type { ClusterNodeInfo } from './cluster/cluster-pool.js';
