@@ -9,7 +9,7 @@
 import dc from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool, ConnectionError, DIAGNOSTICS_CHANNELS, keySlot, RedisError, type MaintenanceEvent, type RedirectDiagnostic } from '../../src/index.js';
-import { MaintProxy } from '../support/maint-proxy.js';
+import { MaintProxy, type PushItem } from '../support/maint-proxy.js';
 import { sendCommand } from '../support/mini-client.js';
 import { startCluster, waitFor, type ClusterTopology, type ServerHandle } from '../support/topology.js';
 
@@ -112,8 +112,8 @@ describe('SMIGRATING / SMIGRATED around a real slot migration', () => {
       }
       // 3. The target owns the slot; the endpoint says so at once (every source connection gets a copy).
       await sendCommand(target.address, ['CLUSTER', 'SETSLOT', slot, 'NODE', targetId]);
-      const migrated = ['SMIGRATED', 501, [[key(source), key(target), String(slot)]]] as const;
-      const copies = sourceProxy.inject([...migrated]) + sourceProxy.inject([...migrated]);
+      const migrated: PushItem[] = ['SMIGRATED', 501, [[key(source), key(target), String(slot)]]];
+      const copies = sourceProxy.inject(migrated) + sourceProxy.inject(migrated);
       await waitFor(() => pool.stats().maintenance.slotMapUpdates === 1, 'the slot map update');
       // 4. The rest of the cluster learns it.
       await source.cli('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);

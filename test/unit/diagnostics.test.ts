@@ -65,6 +65,7 @@ describe('channel names', () => {
       topology: 'redis-ha-pool:topology',
       redirect: 'redis-ha-pool:redirect',
       acquire: 'redis-ha-pool:acquire',
+      maintenance: 'redis-ha-pool:maintenance',
     });
   });
 });
