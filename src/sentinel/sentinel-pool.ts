@@ -1,6 +1,6 @@
 import { tlsHint } from '../connection/tls-errors.js';
 import { publishFailover } from '../diagnostics.js';
-import { AllSentinelsDownError, AuthenticationError, ConnectionError, RedisError } from '../errors.js';
+import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
@@ -17,8 +17,8 @@ import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
 import { SentinelWatcher } from './watcher.js';
 import { PromotionWatch } from './promotion-watch.js';
+import { MasterTracker, type SwitchInfo } from './master-tracker.js';
 import { isPermissionError } from './sentinel-client.js';
-import { blindWindow, epochAfterSwitch, judgeAnswer } from './master-view.js';
 import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
 import { ClientCache, type CacheStats } from '../cache/client-cache.js';
 import { trackingCommand } from '../cache/options.js';
@@ -188,33 +188,16 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private readonly ctx: DiscoveryContext;
   private readonly node: NodePool;
   private readonly gate: Gate;
+  private readonly tracker: MasterTracker;
   private readonly watchers = new Map<string, SentinelWatcher>();
-  private fence: { from: NodeAddress; timer: NodeJS.Timeout; leader: NodeAddress | undefined; at: number } | undefined;
-  /** Config epoch of the followed configuration (see MasterView). */
-  private epoch: number | undefined;
   private promotionWatch: PromotionWatch | undefined;
   private watchRefresh: Promise<void> | undefined;
-  /** Replica -> when its watch connection was last killed (a promotion, if ROLE then says master). */
-  private readonly lostAt = new Map<string, number>();
-  /** Watch connections lost and not yet judged by ROLE: writes are held meanwhile. */
-  private suspects = 0;
-  /** When writes to the current master were first held for the switch under way. */
-  private heldSince: number | undefined;
-  private pin: { against: NodeAddress; until: number } | undefined;
-  private refreshing: Promise<void> | undefined;
-  private again: DetectedBy | undefined;
-  private wake = new AbortController();
   private pollTimer: NodeJS.Timeout | undefined;
-  private switches = 0;
-  private refreshes = 0;
   private closing: Promise<void> | undefined;
   private replicaPools: NodePool[] = [];
   private replicaRr = 0;
   private onMasterFallback = false;
-  private stallCheck: Promise<boolean> | undefined;
   private replicaRefresh: Promise<void> | undefined;
-  private watching: NodeAddress | undefined;
-  private readonly closeSignal = new AbortController();
   private hub: PubSubHub | undefined;
   private readonly cache: ClientCache | undefined;
   /** Nodes' zones and reads per zone, with a zone-aware `readFrom`. */
@@ -223,19 +206,28 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private constructor(o: ResolvedSentinelOptions, master: NodeAddress, epoch: number | undefined, noMasterRecord: Set<string> | undefined) {
     super();
     this.o = o;
-    this.epoch = epoch;
     // What create()'s discovery learned (sentinels refusing SENTINEL MASTER) is not asked again.
     this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap, noMasterRecord };
-    this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.onGateStall());
+    this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.tracker.onGateStall());
     this.cache = o.cache ? new ClientCache(o.cache) : undefined;
     this.zones = o.readFrom ? new ZoneTracker(o.readFrom, o.clientAz, o.data.connectTimeout || 5000) : undefined;
     this.node = this.makeNode(master, true);
+    this.tracker = new MasterTracker({
+      o,
+      node: this.node,
+      gate: this.gate,
+      ask: () => askSentinels(this.ctx),
+      verify: (address) => verifyMaster(address, o.probe),
+      isClosed: () => this.closed,
+      emit: (event, payload) => (this.emit as (e: string, p: unknown) => boolean)(event, payload),
+      switched: (e) => this.onSwitched(e),
+    }, epoch);
     const host: SentinelHost = {
       node: this.node,
       gate: this.gate,
       o,
       isClosed: () => this.closed,
-      isFenced: () => this.fence !== undefined,
+      isFenced: () => this.tracker.fenced,
       requestRefresh: (reason, hold) => this.requestRefresh(reason, hold),
       replicaCount: () => this.replicaCount(),
       pickReplica: () => this.pickReplica(),
@@ -312,7 +304,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private start(): void {
     for (const s of this.o.sentinels) this.addSentinel(s);
     if (this.o.role === 'master' && this.o.watchReplicas) {
-      this.promotionWatch = new PromotionWatch(this.o.probe, this.o.pool.reconnect, { onLost: (r, at) => this.onReplicaLost(r, at) });
+      this.promotionWatch = new PromotionWatch(this.o.probe, this.o.pool.reconnect, { onLost: (r, at) => this.tracker.onReplicaLost(r, at) });
       this.refreshWatch();
     }
     void discoverSentinels(this.ctx, this.o.sentinels[0]!).then(
@@ -344,65 +336,20 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       },
       onDown: (a, error) => this.emit('sentinel-down', { address: a, error }),
       onPolling: (a, error) => this.emit('sentinel-polling', { address: a, error }),
-      onPolledMaster: (_a, m, failover) => {
-        // Without pub/sub, a failover in progress seen by polling engages the same write fence.
-        const promoting = failover?.candidate && this.o.natMap(failover.candidate);
-        if (failover && m && sameAddress(this.o.natMap(m), this.node.target) && !(promoting && sameAddress(promoting, this.node.target))) {
-          this.onSignal({ kind: 'failover-start', event: 'poll:failover_in_progress', master: m, candidate: failover.candidate }, 'poll');
-          return;
-        }
-        if (m && !sameAddress(this.o.natMap(m), this.node.target)) this.requestRefresh('poll', false);
-      },
+      onPolledMaster: (_a, m, failover) => this.tracker.onPolled(m, failover),
       onBackoff: (a, delay, attempt) => this.emit('sentinel-reconnect', { address: a, delay, attempt }),
     });
     this.watchers.set(key(address), w);
     w.start();
   }
 
+  /** A sentinel signal: the tracker acts on the master; the pool keeps its replicas, watch and loops current. */
   private onSignal(sig: SentinelSignal, channel: string, leader?: NodeAddress): void {
     if (this.closed) return;
+    this.tracker.onSignal(sig, channel, leader);
     switch (sig.kind) {
-      case 'failover-start':
-        // A failover of another address (a replayed old one) is only a hint to look again.
-        if (!sameAddress(this.o.natMap(sig.master), this.node.target)) {
-          this.requestRefresh('pubsub', false);
-          return;
-        }
-        if (this.o.role === 'master' && !this.fence) {
-          const from = this.node.target;
-          this.holdWrites();
-          const timer = setTimeout(() => {
-            if (this.fence?.timer !== timer) return;
-            this.fence = undefined;
-            this.emit('failover-abort', { masterName: this.o.masterName, master: from, reason: `no switch within fenceTimeout (${this.o.fenceTimeout} ms)`, at: Date.now() });
-            this.requestRefresh('pubsub', false);
-          }, this.o.fenceTimeout);
-          timer.unref();
-          // The sentinel announcing the failover leads it: if it goes down, the failover is stuck.
-          this.fence = { from, timer, leader: channel === 'poll' ? undefined : leader, at: Date.now() };
-          this.emit('failover-start', { masterName: this.o.masterName, master: from, event: sig.event, at: Date.now() });
-        }
-        if (sig.candidate && this.fence) void this.watchPromotion(this.o.natMap(sig.candidate), channel === 'poll' ? 'poll' : 'pubsub');
-        return;
-      case 'promoted':
-        void this.tryPromoted(this.o.natMap(sig.address));
-        return;
       case 'switch':
-        // Announced, not yet trusted: hold writes to the old master while we check.
-        this.requestRefresh('pubsub', !sameAddress(this.o.natMap(sig.to), this.node.target));
-        if (this.o.role === 'replica') this.refreshReplicas();
-        return;
-      case 'failover-end':
-        if (sig.aborted && this.fence) {
-          clearTimeout(this.fence.timer);
-          const from = this.fence.from;
-          this.fence = undefined;
-          this.emit('failover-abort', { masterName: this.o.masterName, master: from, reason: sig.event, at: Date.now() });
-        }
-        this.requestRefresh('pubsub', false);
-        return;
       case 'refresh':
-        this.requestRefresh('pubsub', false);
         if (this.o.role === 'replica') this.refreshReplicas();
         return;
       case 'replicas':
@@ -412,222 +359,25 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       case 'sentinel':
         this.addSentinel(this.o.natMap(sig.address));
         return;
-      case 'sentinel-down':
-        // The failover leader stopped (paused, partitioned): nobody will finish its failover before
-        // fenceTimeout, so release the held writes to the master the sentinels still name.
-        if (this.fence?.leader && sameAddress(this.fence.leader, this.o.natMap(sig.address))) {
-          clearTimeout(this.fence.timer);
-          const from = this.fence.from;
-          this.fence = undefined;
-          this.emit('failover-abort', { masterName: this.o.masterName, master: from, reason: `the failover leader ${formatAddress(sig.address)} is down`, at: Date.now() });
-          this.requestRefresh('pubsub', false);
-        }
-        return;
     }
   }
 
-  /**
-   * The leader selected `candidate` for promotion: ask it for its ROLE until it is a master
-   * (then switch at once, about a second before Sentinel publishes `+promoted-slave`), the
-   * fence ends, or the pool closes.
-   */
-  private async watchPromotion(candidate: NodeAddress, detectedBy: DetectedBy): Promise<void> {
-    const every = this.o.promotionCheckInterval;
-    if (every === 0 || this.watching?.host === candidate.host && this.watching.port === candidate.port) return;
-    this.watching = candidate;
-    try {
-      while (this.fence && !this.closed) {
-        try {
-          await verifyMaster(candidate, this.o.probe);
-          if (this.fence && !this.closed) this.applyMaster(candidate, detectedBy, undefined);
-          return;
-        } catch {
-          // Not promoted yet (or not reachable): look again shortly.
-        }
-        await sleep(every, this.closeSignal.signal, { unref: true });
-      }
-    } finally {
-      this.watching = undefined;
-    }
-  }
-
-  /** `+promoted-slave`: switch as soon as the promoted replica answers ROLE as master. */
-  private async tryPromoted(address: NodeAddress): Promise<void> {
-    if (this.o.role !== 'master' || sameAddress(address, this.node.target)) return;
-    try {
-      await verifyMaster(address, this.o.probe);
-    } catch {
-      this.requestRefresh('pubsub', false);
-      return;
-    }
-    if (!this.closed) this.applyMaster(address, 'pubsub', undefined);
-  }
-
-  /**
-   * Asks for the master again (coalesced: one resolution at a time, and a trigger that
-   * arrives meanwhile runs one more). With `hold`, new commands wait until it completes.
-   */
+  /** Asks for the master again (see {@link MasterTracker.requestRefresh}). */
   requestRefresh(reason: DetectedBy, hold: boolean): void {
-    if (this.closed || this.o.role !== 'master' && reason === 'readonly') return;
-    if (hold) this.holdWrites();
-    if (this.refreshing) {
-      this.again = reason;
-      this.wake.abort();
-      return;
-    }
-    this.refreshing = this.refreshLoop(reason).finally(() => {
-      this.refreshing = undefined;
-    });
+    this.tracker.requestRefresh(reason, hold);
   }
 
-  private async refreshLoop(reason: DetectedBy): Promise<void> {
-    for (let attempt = 0; !this.closed; ) {
-      this.again = undefined;
-      let ok = false;
-      try {
-        this.refreshes++;
-        ok = await this.resolveOnce(reason);
-      } catch (err) {
-        if (!this.closed) this.emit('error', err as Error);
-      }
-      if (this.closed) return;
-      if (this.again !== undefined) {
-        reason = this.again;
-        continue;
-      }
-      // Nothing waits and no failover is announced: the next trigger or poll will look again.
-      if (ok || (this.gate.isOpen && !this.fence)) return;
-      this.wake = new AbortController();
-      await sleep(backoffDelay(attempt++, this.o.pool.reconnect), this.wake.signal, { unref: true });
-      if (this.again !== undefined) reason = this.again;
-    }
-  }
-
-  /** One resolution: true when a master is confirmed and commands may flow. */
-  private async resolveOnce(reason: DetectedBy): Promise<boolean> {
-    let answer: NodeAddress;
-    let answerEpoch: number | undefined;
-    try {
-      ({ address: answer, epoch: answerEpoch } = await askSentinels(this.ctx));
-    } catch (err) {
-      // Cut off from every sentinel (not from the master): carry on with the last verified
-      // master while it still answers ROLE master, rather than hold every command until the
-      // sentinels come back.
-      if (err instanceof AllSentinelsDownError && (await this.continueWithCurrent(`No sentinel of "${this.o.masterName}" could be reached`, err))) return true;
-      throw err;
-    }
-    if (this.fence && sameAddress(answer, this.fence.from)) return false; // the announced failover has not switched yet
-    const current = this.node.target;
-    const verdict = judgeAnswer({ address: current, epoch: this.epoch }, { address: answer, epoch: answerEpoch });
-    if (verdict === 'stale') {
-      // The newest answer comes from an older configuration than the one we follow (the sentinels
-      // have not caught up with a switch we verified): stay while the current master still is one.
-      try {
-        await verifyMaster(current, this.o.probe);
-        this.openGate();
-        return true;
-      } catch {
-        // Ours is no master either (the sentinels were reset and their epochs restarted): follow them.
-      }
-    }
-    if (this.pin && Date.now() > this.pin.until) this.pin = undefined;
-    if (this.pin && sameAddress(answer, this.pin.against)) {
-      // The sentinels lag behind a switch we already verified: keep the current master while it still is one.
-      try {
-        await verifyMaster(current, this.o.probe);
-        this.openGate();
-        return true;
-      } catch {
-        this.pin = undefined;
-      }
-    }
-    if (this.pin && sameAddress(answer, current)) this.pin = undefined;
-    await verifyMaster(answer, this.o.probe);
-    if (this.closed) return false;
-    this.applyMaster(answer, reason, answerEpoch);
-    return true;
-  }
-
-  /**
-   * Commands have waited `queueTimeout` for a confirmation that has not come (the sentinels do
-   * not answer): go on with the last verified master if it still answers ROLE master. Never
-   * while a failover is announced (its fence holds writes) or after the master said READONLY.
-   */
-  private onGateStall(): Promise<boolean> {
-    if (this.o.role !== 'master') return Promise.resolve(false);
-    return this.continueWithCurrent(`The master of "${this.o.masterName}" could not be confirmed through the sentinels within queueTimeout (${this.o.queueTimeout} ms)`);
-  }
-
-  /**
-   * Opens the gate on the last verified master if it still answers ROLE master (one check at a
-   * time; said once per hold). Never while a failover is announced: its fence holds writes.
-   */
-  private continueWithCurrent(why: string, cause?: unknown): Promise<boolean> {
-    if (this.fence || this.closed) return Promise.resolve(false);
-    this.stallCheck ??= verifyMaster(this.node.target, this.o.probe).then(
-      () => {
-        if (this.fence || this.closed) return false;
-        if (!this.gate.isOpen) {
-          this.node.reconnectLanes();
-          this.openGate();
-          this.emit('error', new ConnectionError(`${why}; commands go on to the last verified master ${key(this.node.target)}, which still answers ROLE master.`, { cause, address: { ...this.node.target } }));
-        }
-        return true;
-      },
-      () => false,
-    ).finally(() => {
-      this.stallCheck = undefined;
-    });
-    return this.stallCheck;
-  }
-
-  /**
-   * Points the pool at `address` (verified with ROLE). `epoch`: the config epoch of the
-   * configuration that names it (undefined when unknown or when the pool saw the promotion itself).
-   */
-  private applyMaster(address: NodeAddress, reason: DetectedBy, epoch: number | undefined): void {
-    const from = this.node.target;
-    const fencedAt = this.fence?.at;
-    if (this.fence) {
-      clearTimeout(this.fence.timer);
-      this.fence = undefined;
-    }
-    if (!sameAddress(from, address)) {
-      const at = Date.now();
-      const promoted = this.lostAt.get(key(address));
-      const promotedAt = promoted !== undefined && at - promoted <= this.o.fenceTimeout ? promoted : undefined;
-      const { fenced, blindMs } = blindWindow(fencedAt, promotedAt, this.heldSince ?? at);
-      this.node.swap(address);
-      this.switches++;
-      this.epoch = epochAfterSwitch(this.epoch, epoch);
-      this.lostAt.clear();
-      this.pin = { against: from, until: at + this.o.fenceTimeout };
-      this.openGate();
-      // Subscribers move with the data connections: the old master may stay a master (and
-      // keep its subscribers) for seconds after the switch, hearing nothing new.
-      this.hub?.replace('failover', at);
-      publishFailover({ masterName: this.o.masterName, from, to: address, detectedBy: reason, at, fenced, blindMs });
-      // Tracking lives on the old master's connections: nothing it cached can be trusted now.
-      this.cache?.flush('failover');
-      this.emit('failover', { masterName: this.o.masterName, from, to: { ...address }, detectedBy: reason, at, fenced, blindMs });
-      if (this.o.role === 'replica') this.refreshReplicas();
-      this.refreshWatch();
-    } else {
-      if (epoch !== undefined && (this.epoch === undefined || epoch > this.epoch)) this.epoch = epoch;
-      this.node.reconnectLanes();
-      this.openGate();
-    }
-  }
-
-  /** Holds commands at the gate, remembering since when (for the blind window of the switch). */
-  private holdWrites(): void {
-    if (this.gate.isOpen) this.heldSince = Date.now();
-    this.gate.close();
-  }
-
-  private openGate(): void {
-    this.heldSince = undefined;
-    this.gate.open();
+  /** The tracker switched the pool to a new master: everything that follows the master moves too. */
+  private onSwitched(e: SwitchInfo): void {
+    // Subscribers move with the data connections: the old master may stay a master (and
+    // keep its subscribers) for seconds after the switch, hearing nothing new.
+    this.hub?.replace('failover', e.at);
+    publishFailover({ ...e });
+    // Tracking lives on the old master's connections: nothing it cached can be trusted now.
+    this.cache?.flush('failover');
+    this.emit('failover', e);
+    if (this.o.role === 'replica') this.refreshReplicas();
+    this.refreshWatch();
   }
 
   // ---- promotion watch ------------------------------------------------------------------
@@ -658,30 +408,6 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       .finally(() => {
         this.watchRefresh = undefined;
       });
-  }
-
-  /**
-   * A watch connection to `replica` closed. Sentinel kills every normal connection of the
-   * replica it promotes, so hold writes at once, then ask the replica for its ROLE: a master
-   * means a promotion (switch now, before any sentinel announces it); anything else (restart,
-   * network) releases the hold.
-   */
-  private onReplicaLost(replica: NodeAddress, at: number): void {
-    if (this.closed || sameAddress(replica, this.node.target)) return;
-    this.lostAt.set(key(replica), at);
-    this.suspects++;
-    this.holdWrites();
-    if (this.heldSince !== undefined && this.heldSince > at) this.heldSince = at;
-    void verifyMaster(replica, this.o.probe).then(
-      () => {
-        if (!this.closed && !sameAddress(replica, this.node.target)) this.applyMaster(replica, 'promotion', undefined);
-      },
-      () => {},
-    ).finally(() => {
-      this.suspects--;
-      // Not a promotion: release the hold unless a fence, a refresh or another suspect holds it.
-      if (this.suspects === 0 && !this.closed && !this.fence && !this.refreshing && !this.gate.isOpen) this.openGate();
-    });
   }
 
   // ---- replica reads -------------------------------------------------------------------
@@ -773,14 +499,14 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       role: this.o.role,
       master: this.master(),
       gate: this.gate.isOpen ? 'open' : 'held',
-      fenced: this.fence !== undefined,
+      fenced: this.tracker.fenced,
       queued: this.gate.queued,
-      switches: this.switches,
-      refreshes: this.refreshes,
+      switches: this.tracker.switches,
+      refreshes: this.tracker.refreshes,
       sentinels: [...this.watchers.values()].map((w) => ({ address: { ...w.address }, connected: w.connected, polling: w.polling })),
       replicas: this.replicaPools.map((p) => ({ ...p.target })),
       watchedReplicas: this.promotionWatch?.addresses ?? [],
-      configEpoch: this.epoch,
+      configEpoch: this.tracker.configEpoch,
       durability: this.o.durabilityCounters.snapshot(),
       closed: this.closed,
       pubsub: this.hub?.stats() ?? PubSubHub.emptyStats(),
@@ -825,14 +551,11 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     this.closing = (async () => {
       if (this.pollTimer) clearInterval(this.pollTimer);
       this.promotionWatch?.stop();
-      if (this.fence) clearTimeout(this.fence.timer);
-      this.fence = undefined;
-      this.wake.abort();
-      this.closeSignal.abort();
+      const tracking = this.tracker.close();
       this.gate.fail();
       await Promise.all([...this.watchers.values()].map((w) => w.stop()));
       await Promise.all([this.node.close(this.o.closeTimeout), ...this.replicaPools.map((p) => p.close(this.o.closeTimeout))]);
-      await this.refreshing?.catch(() => {});
+      await tracking;
     })();
     return this.closing;
   }

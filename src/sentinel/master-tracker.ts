@@ -1,0 +1,407 @@
+import { ConnectionError, AllSentinelsDownError } from '../errors.js';
+import { backoffDelay, sleep } from '../pool/backoff.js';
+import { formatAddress, type NodeAddress } from '../types.js';
+import { sameAddress, type MasterAnswer } from './discovery.js';
+import { blindWindow, epochAfterSwitch, judgeAnswer } from './master-view.js';
+import type { SentinelSignal } from './messages.js';
+import type { ResolvedSentinelOptions } from './options.js';
+import type { DetectedBy } from './sentinel-host.js';
+
+const key = formatAddress;
+
+/** What the tracker reports of a switch (the pool's `failover` event). */
+export interface SwitchInfo {
+  masterName: string;
+  from: NodeAddress;
+  to: NodeAddress;
+  detectedBy: DetectedBy;
+  at: number;
+  fenced: boolean;
+  blindMs: number | undefined;
+}
+
+/** The events the tracker emits through its pool. */
+export interface TrackerEvents {
+  'failover-start': { masterName: string; master: NodeAddress; event: string; at: number };
+  'failover-abort': { masterName: string; master: NodeAddress; reason: string; at: number };
+  error: Error;
+}
+
+/**
+ * What the tracker needs of its pool: options, the master's node pool (target, swap), the gate
+ * that holds commands, how to ask the sentinels and check a ROLE (real I/O in the pool, fakes
+ * in the unit tests), and where switches and events go.
+ */
+export interface MasterTrackerDeps {
+  readonly o: Pick<ResolvedSentinelOptions, 'masterName' | 'role' | 'fenceTimeout' | 'promotionCheckInterval' | 'queueTimeout' | 'natMap' | 'pool'>;
+  readonly node: { readonly target: NodeAddress; swap(address: NodeAddress): void; reconnectLanes(): void };
+  readonly gate: { readonly isOpen: boolean; close(): void; open(): void };
+  /** The sentinels' newest answer (askSentinels). */
+  ask(): Promise<MasterAnswer>;
+  /** Resolves when `address` answers ROLE as master (verifyMaster); rejects otherwise. */
+  verify(address: NodeAddress): Promise<void>;
+  isClosed(): boolean;
+  emit<K extends keyof TrackerEvents>(event: K, payload: TrackerEvents[K]): void;
+  /**
+   * The pool now points at `info.to` (already swapped, gate open): move subscriptions, flush
+   * the cache, announce it, reload replicas.
+   */
+  switched(info: SwitchInfo): void;
+}
+
+/**
+ * The Sentinel master tracker: which node is the master, and when commands may reach it.
+ *
+ * Inputs are named triggers: sentinel signals (`onSignal`), a polled view (`onPolled`), a
+ * replica's watch connection killed (`onReplicaLost`), READONLY or a lost connection
+ * (`requestRefresh`), a command that waited `queueTimeout` (`onGateStall`). Outputs are the
+ * gate (hold / open), the node's target (`swap`), and events. It holds writes while a failover
+ * is announced (the write fence), switches only to a node that answers ROLE master, never back
+ * to a configuration older than the one it follows (config epochs), and coalesces re-checks:
+ * one resolution at a time, and a trigger that arrives meanwhile runs one more.
+ */
+export class MasterTracker {
+  private fence: { from: NodeAddress; timer: NodeJS.Timeout; leader: NodeAddress | undefined; at: number } | undefined;
+  /** Config epoch of the followed configuration (see MasterView). */
+  private epoch: number | undefined;
+  /** Replica -> when its watch connection was last killed (a promotion, if ROLE then says master). */
+  private readonly lostAt = new Map<string, number>();
+  /** Watch connections lost and not yet judged by ROLE: writes are held meanwhile. */
+  private suspects = 0;
+  /** When writes to the current master were first held for the switch under way. */
+  private heldSince: number | undefined;
+  private pin: { against: NodeAddress; until: number } | undefined;
+  private refreshing: Promise<void> | undefined;
+  private again: DetectedBy | undefined;
+  private wake = new AbortController();
+  private stallCheck: Promise<boolean> | undefined;
+  private watching: NodeAddress | undefined;
+  private readonly stopped = new AbortController();
+  /** Master switches so far. */
+  switches = 0;
+  /** Re-checks (sentinel query plus ROLE) so far. */
+  refreshes = 0;
+
+  constructor(private readonly d: MasterTrackerDeps, epoch: number | undefined) {
+    this.epoch = epoch;
+  }
+
+  /** True while the write fence holds writes (a failover was announced and has not completed). */
+  get fenced(): boolean {
+    return this.fence !== undefined;
+  }
+
+  /** Config epoch of the configuration followed now. */
+  get configEpoch(): number | undefined {
+    return this.epoch;
+  }
+
+  /** A re-check is running (or scheduled). */
+  get busy(): Promise<void> | undefined {
+    return this.refreshing;
+  }
+
+  /**
+   * What a sentinel that cannot SUBSCRIBE showed when polled: the master it names and whether
+   * a failover of it is in progress (with the replica being promoted, once chosen). A failover
+   * of our master engages the same write fence as the pub/sub messages.
+   */
+  onPolled(master: NodeAddress | null, failover: { candidate: NodeAddress | undefined } | undefined): void {
+    const promoting = failover?.candidate && this.d.o.natMap(failover.candidate);
+    if (failover && master && sameAddress(this.d.o.natMap(master), this.d.node.target) && !(promoting && sameAddress(promoting, this.d.node.target))) {
+      this.onSignal({ kind: 'failover-start', event: 'poll:failover_in_progress', master, candidate: failover.candidate }, 'poll');
+      return;
+    }
+    if (master && !sameAddress(this.d.o.natMap(master), this.d.node.target)) this.requestRefresh('poll', false);
+  }
+
+  onSignal(sig: SentinelSignal, channel: string, leader?: NodeAddress): void {
+    if (this.d.isClosed()) return;
+    switch (sig.kind) {
+      case 'failover-start':
+        // A failover of another address (a replayed old one) is only a hint to look again.
+        if (!sameAddress(this.d.o.natMap(sig.master), this.d.node.target)) {
+          this.requestRefresh('pubsub', false);
+          return;
+        }
+        if (this.d.o.role === 'master' && !this.fence) {
+          const from = this.d.node.target;
+          this.holdWrites();
+          const timer = setTimeout(() => {
+            if (this.fence?.timer !== timer) return;
+            this.fence = undefined;
+            this.d.emit('failover-abort', { masterName: this.d.o.masterName, master: from, reason: `no switch within fenceTimeout (${this.d.o.fenceTimeout} ms)`, at: Date.now() });
+            this.requestRefresh('pubsub', false);
+          }, this.d.o.fenceTimeout);
+          timer.unref();
+          // The sentinel announcing the failover leads it: if it goes down, the failover is stuck.
+          this.fence = { from, timer, leader: channel === 'poll' ? undefined : leader, at: Date.now() };
+          this.d.emit('failover-start', { masterName: this.d.o.masterName, master: from, event: sig.event, at: Date.now() });
+        }
+        if (sig.candidate && this.fence) void this.watchPromotion(this.d.o.natMap(sig.candidate), channel === 'poll' ? 'poll' : 'pubsub');
+        return;
+      case 'promoted':
+        void this.tryPromoted(this.d.o.natMap(sig.address));
+        return;
+      case 'switch':
+        // Announced, not yet trusted: hold writes to the old master while we check.
+        this.requestRefresh('pubsub', !sameAddress(this.d.o.natMap(sig.to), this.d.node.target));
+        return;
+      case 'failover-end':
+        if (sig.aborted && this.fence) {
+          clearTimeout(this.fence.timer);
+          const from = this.fence.from;
+          this.fence = undefined;
+          this.d.emit('failover-abort', { masterName: this.d.o.masterName, master: from, reason: sig.event, at: Date.now() });
+        }
+        this.requestRefresh('pubsub', false);
+        return;
+      case 'refresh':
+        this.requestRefresh('pubsub', false);
+        return;
+      case 'replicas':
+      case 'sentinel':
+        return; // the pool's business (replica pools, the watch, subscriber loops)
+      case 'sentinel-down':
+        // The failover leader stopped (paused, partitioned): nobody will finish its failover before
+        // fenceTimeout, so release the held writes to the master the sentinels still name.
+        if (this.fence?.leader && sameAddress(this.fence.leader, this.d.o.natMap(sig.address))) {
+          clearTimeout(this.fence.timer);
+          const from = this.fence.from;
+          this.fence = undefined;
+          this.d.emit('failover-abort', { masterName: this.d.o.masterName, master: from, reason: `the failover leader ${formatAddress(sig.address)} is down`, at: Date.now() });
+          this.requestRefresh('pubsub', false);
+        }
+        return;
+    }
+  }
+
+  /**
+   * The leader selected `candidate` for promotion: ask it for its ROLE until it is a master
+   * (then switch at once, about a second before Sentinel publishes `+promoted-slave`), the
+   * fence ends, or the pool closes.
+   */
+  private async watchPromotion(candidate: NodeAddress, detectedBy: DetectedBy): Promise<void> {
+    const every = this.d.o.promotionCheckInterval;
+    if (every === 0 || this.watching?.host === candidate.host && this.watching.port === candidate.port) return;
+    this.watching = candidate;
+    try {
+      while (this.fence && !this.d.isClosed()) {
+        try {
+          await this.d.verify(candidate);
+          if (this.fence && !this.d.isClosed()) this.applyMaster(candidate, detectedBy, undefined);
+          return;
+        } catch {
+          // Not promoted yet (or not reachable): look again shortly.
+        }
+        await sleep(every, this.stopped.signal, { unref: true });
+      }
+    } finally {
+      this.watching = undefined;
+    }
+  }
+
+  /** `+promoted-slave`: switch as soon as the promoted replica answers ROLE as master. */
+  private async tryPromoted(address: NodeAddress): Promise<void> {
+    if (this.d.o.role !== 'master' || sameAddress(address, this.d.node.target)) return;
+    try {
+      await this.d.verify(address);
+    } catch {
+      this.requestRefresh('pubsub', false);
+      return;
+    }
+    if (!this.d.isClosed()) this.applyMaster(address, 'pubsub', undefined);
+  }
+
+  /**
+   * Asks for the master again (coalesced: one resolution at a time, and a trigger that
+   * arrives meanwhile runs one more). With `hold`, new commands wait until it completes.
+   */
+  requestRefresh(reason: DetectedBy, hold: boolean): void {
+    if (this.d.isClosed() || this.d.o.role !== 'master' && reason === 'readonly') return;
+    if (hold) this.holdWrites();
+    if (this.refreshing) {
+      this.again = reason;
+      this.wake.abort();
+      return;
+    }
+    this.refreshing = this.refreshLoop(reason).finally(() => {
+      this.refreshing = undefined;
+    });
+  }
+
+  private async refreshLoop(reason: DetectedBy): Promise<void> {
+    for (let attempt = 0; !this.d.isClosed(); ) {
+      this.again = undefined;
+      let ok = false;
+      try {
+        this.refreshes++;
+        ok = await this.resolveOnce(reason);
+      } catch (err) {
+        if (!this.d.isClosed()) this.d.emit('error', err as Error);
+      }
+      if (this.d.isClosed()) return;
+      if (this.again !== undefined) {
+        reason = this.again;
+        continue;
+      }
+      // Nothing waits and no failover is announced: the next trigger or poll will look again.
+      if (ok || (this.d.gate.isOpen && !this.fence)) return;
+      this.wake = new AbortController();
+      await sleep(backoffDelay(attempt++, this.d.o.pool.reconnect), this.wake.signal, { unref: true });
+      if (this.again !== undefined) reason = this.again;
+    }
+  }
+
+  /** One resolution: true when a master is confirmed and commands may flow. */
+  private async resolveOnce(reason: DetectedBy): Promise<boolean> {
+    let answer: NodeAddress;
+    let answerEpoch: number | undefined;
+    try {
+      ({ address: answer, epoch: answerEpoch } = await this.d.ask());
+    } catch (err) {
+      // Cut off from every sentinel (not from the master): carry on with the last verified
+      // master while it still answers ROLE master, rather than hold every command until the
+      // sentinels come back.
+      if (err instanceof AllSentinelsDownError && (await this.continueWithCurrent(`No sentinel of "${this.d.o.masterName}" could be reached`, err))) return true;
+      throw err;
+    }
+    if (this.fence && sameAddress(answer, this.fence.from)) return false; // the announced failover has not switched yet
+    const current = this.d.node.target;
+    const verdict = judgeAnswer({ address: current, epoch: this.epoch }, { address: answer, epoch: answerEpoch });
+    if (verdict === 'stale') {
+      // The newest answer comes from an older configuration than the one we follow (the sentinels
+      // have not caught up with a switch we verified): stay while the current master still is one.
+      try {
+        await this.d.verify(current);
+        this.openGate();
+        return true;
+      } catch {
+        // Ours is no master either (the sentinels were reset and their epochs restarted): follow them.
+      }
+    }
+    if (this.pin && Date.now() > this.pin.until) this.pin = undefined;
+    if (this.pin && sameAddress(answer, this.pin.against)) {
+      // The sentinels lag behind a switch we already verified: keep the current master while it still is one.
+      try {
+        await this.d.verify(current);
+        this.openGate();
+        return true;
+      } catch {
+        this.pin = undefined;
+      }
+    }
+    if (this.pin && sameAddress(answer, current)) this.pin = undefined;
+    await this.d.verify(answer);
+    if (this.d.isClosed()) return false;
+    this.applyMaster(answer, reason, answerEpoch);
+    return true;
+  }
+
+  /**
+   * Commands have waited `queueTimeout` for a confirmation that has not come (the sentinels do
+   * not answer): go on with the last verified master if it still answers ROLE master. Never
+   * while a failover is announced (its fence holds writes) or after the master said READONLY.
+   */
+  onGateStall(): Promise<boolean> {
+    if (this.d.o.role !== 'master') return Promise.resolve(false);
+    return this.continueWithCurrent(`The master of "${this.d.o.masterName}" could not be confirmed through the sentinels within queueTimeout (${this.d.o.queueTimeout} ms)`);
+  }
+
+  /**
+   * Opens the gate on the last verified master if it still answers ROLE master (one check at a
+   * time; said once per hold). Never while a failover is announced: its fence holds writes.
+   */
+  private continueWithCurrent(why: string, cause?: unknown): Promise<boolean> {
+    if (this.fence || this.d.isClosed()) return Promise.resolve(false);
+    this.stallCheck ??= this.d.verify(this.d.node.target).then(
+      () => {
+        if (this.fence || this.d.isClosed()) return false;
+        if (!this.d.gate.isOpen) {
+          this.d.node.reconnectLanes();
+          this.openGate();
+          this.d.emit('error', new ConnectionError(`${why}; commands go on to the last verified master ${key(this.d.node.target)}, which still answers ROLE master.`, { cause, address: { ...this.d.node.target } }));
+        }
+        return true;
+      },
+      () => false,
+    ).finally(() => {
+      this.stallCheck = undefined;
+    });
+    return this.stallCheck;
+  }
+
+  /**
+   * Points the pool at `address` (verified with ROLE). `epoch`: the config epoch of the
+   * configuration that names it (undefined when unknown or when the pool saw the promotion itself).
+   */
+  private applyMaster(address: NodeAddress, reason: DetectedBy, epoch: number | undefined): void {
+    const from = this.d.node.target;
+    const fencedAt = this.fence?.at;
+    if (this.fence) {
+      clearTimeout(this.fence.timer);
+      this.fence = undefined;
+    }
+    if (!sameAddress(from, address)) {
+      const at = Date.now();
+      const promoted = this.lostAt.get(key(address));
+      const promotedAt = promoted !== undefined && at - promoted <= this.d.o.fenceTimeout ? promoted : undefined;
+      const { fenced, blindMs } = blindWindow(fencedAt, promotedAt, this.heldSince ?? at);
+      this.d.node.swap(address);
+      this.switches++;
+      this.epoch = epochAfterSwitch(this.epoch, epoch);
+      this.lostAt.clear();
+      this.pin = { against: from, until: at + this.d.o.fenceTimeout };
+      this.openGate();
+      this.d.switched({ masterName: this.d.o.masterName, from, to: { ...address }, detectedBy: reason, at, fenced, blindMs });
+    } else {
+      if (epoch !== undefined && (this.epoch === undefined || epoch > this.epoch)) this.epoch = epoch;
+      this.d.node.reconnectLanes();
+      this.openGate();
+    }
+  }
+
+  /** Holds commands at the gate, remembering since when (for the blind window of the switch). */
+  private holdWrites(): void {
+    if (this.d.gate.isOpen) this.heldSince = Date.now();
+    this.d.gate.close();
+  }
+
+  private openGate(): void {
+    this.heldSince = undefined;
+    this.d.gate.open();
+  }
+
+  /**
+   * A watch connection to `replica` closed. Sentinel kills every normal connection of the
+   * replica it promotes, so hold writes at once, then ask the replica for its ROLE: a master
+   * means a promotion (switch now, before any sentinel announces it); anything else (restart,
+   * network) releases the hold.
+   */
+  onReplicaLost(replica: NodeAddress, at: number): void {
+    if (this.d.isClosed() || sameAddress(replica, this.d.node.target)) return;
+    this.lostAt.set(key(replica), at);
+    this.suspects++;
+    this.holdWrites();
+    if (this.heldSince !== undefined && this.heldSince > at) this.heldSince = at;
+    void this.d.verify(replica).then(
+      () => {
+        if (!this.d.isClosed() && !sameAddress(replica, this.d.node.target)) this.applyMaster(replica, 'promotion', undefined);
+      },
+      () => {},
+    ).finally(() => {
+      this.suspects--;
+      // Not a promotion: release the hold unless a fence, a refresh or another suspect holds it.
+      if (this.suspects === 0 && !this.d.isClosed() && !this.fence && !this.refreshing && !this.d.gate.isOpen) this.openGate();
+    });
+  }
+
+  /** Stops every timer and loop; the pool closes the gate and the connections. */
+  close(): Promise<void> {
+    if (this.fence) clearTimeout(this.fence.timer);
+    this.fence = undefined;
+    this.wake.abort();
+    this.stopped.abort();
+    return this.refreshing?.catch(() => {}) ?? Promise.resolve();
+  }
+}

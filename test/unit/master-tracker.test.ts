@@ -1,0 +1,344 @@
+/**
+ * The Sentinel master tracker as a unit (src/sentinel/master-tracker.ts), under fake timers,
+ * with scripted sentinels (ask) and ROLE checks (verify) and a recording gate and node: the
+ * sequences the integration tests reach only by luck of timing.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { MasterAnswer } from '../../src/sentinel/discovery.js';
+import { MasterTracker, type MasterTrackerDeps, type SwitchInfo, type TrackerEvents } from '../../src/sentinel/master-tracker.js';
+import type { NodeAddress } from '../../src/types.js';
+
+const A = { host: '10.0.0.1', port: 6379 };
+const B = { host: '10.0.0.2', port: 6379 };
+const C = { host: '10.0.0.3', port: 6379 };
+const S1 = { host: '10.0.1.1', port: 26379 };
+const k = (a: NodeAddress) => `${a.host}:${a.port}`;
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(v: T): void;
+  reject(e: unknown): void;
+}
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((r, j) => ((resolve = r), (reject = j)));
+  return { promise, resolve, reject };
+}
+
+/** A tracker on master A (epoch 3) with scripted I/O. */
+function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
+  const roles = new Map<string, 'master' | 'slave' | 'down'>([[k(A), 'master'], [k(B), 'slave'], [k(C), 'slave']]);
+  let answer: MasterAnswer = { address: A, sentinel: S1, epoch: opts.epoch ?? 3 };
+  let pendingAsk: Deferred<MasterAnswer> | undefined;
+  const calls = { ask: 0, verify: [] as string[] };
+  const gate = {
+    isOpen: true,
+    closes: 0,
+    close() {
+      this.isOpen = false;
+      this.closes++;
+    },
+    open() {
+      this.isOpen = true;
+    },
+  };
+  const node = {
+    target: { ...A },
+    swaps: [] as NodeAddress[],
+    swap(a: NodeAddress) {
+      this.target = { ...a };
+      this.swaps.push({ ...a });
+    },
+    reconnectLanes() {},
+  };
+  const events: Array<{ event: keyof TrackerEvents; payload: unknown }> = [];
+  const switches: SwitchInfo[] = [];
+  let closed = false;
+  const deps: MasterTrackerDeps = {
+    o: {
+      masterName: 'mymaster',
+      role: 'master',
+      fenceTimeout: opts.fenceTimeout ?? 15_000,
+      promotionCheckInterval: 25,
+      queueTimeout: 5000,
+      natMap: (a) => a,
+      pool: { reconnect: { initialDelay: 100, maxDelay: 1000 } },
+    } as MasterTrackerDeps['o'],
+    node,
+    gate,
+    ask: () => {
+      calls.ask++;
+      if (pendingAsk) return pendingAsk.promise;
+      return Promise.resolve({ ...answer });
+    },
+    verify: async (a) => {
+      calls.verify.push(k(a));
+      const r = roles.get(k(a));
+      if (r === 'master') return;
+      throw new Error(`${k(a)} reports role ${r}`);
+    },
+    isClosed: () => closed,
+    emit: (event, payload) => void events.push({ event, payload }),
+    switched: (info) => void switches.push(info),
+  };
+  const tracker = new MasterTracker(deps, opts.epoch ?? 3);
+  return {
+    tracker,
+    gate,
+    node,
+    events,
+    switches,
+    calls,
+    roles,
+    setAnswer(a: MasterAnswer) {
+      answer = a;
+    },
+    holdAsk() {
+      pendingAsk = deferred<MasterAnswer>();
+      return pendingAsk;
+    },
+    releaseAsk() {
+      const p = pendingAsk;
+      pendingAsk = undefined;
+      return p;
+    },
+    close() {
+      closed = true;
+      return tracker.close();
+    },
+  };
+}
+
+/** Lets promise callbacks run (and timers due now fire) under fake timers. */
+const settle = () => vi.advanceTimersByTimeAsync(0);
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: 1_000_000 });
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('a promotion the pool did not hear of (the replica watch)', () => {
+  it('holds writes the moment the watch connection is killed, switches once ROLE says master, and reports a detected, near-zero blind window', async () => {
+    const h = harness();
+    h.roles.set(k(B), 'master'); // Sentinel promoted B and killed our watch connection to it
+    h.tracker.onReplicaLost(B, Date.now());
+    expect(h.gate.isOpen).toBe(false); // held before any I/O
+    await settle();
+    expect(h.node.swaps).toEqual([B]);
+    expect(h.gate.isOpen).toBe(true);
+    expect(h.switches).toHaveLength(1);
+    expect(h.switches[0]).toMatchObject({ from: A, to: B, detectedBy: 'promotion', fenced: false, blindMs: 0 });
+    // Provisional epoch: newer than the old configuration, older than the one the failover makes.
+    expect(h.tracker.configEpoch).toBe(3.5);
+    await h.close();
+  });
+
+  it('a killed watch connection on a replica that still says slave (a restart, a network blip): the hold ends, no switch', async () => {
+    const h = harness();
+    h.tracker.onReplicaLost(B, Date.now());
+    expect(h.gate.isOpen).toBe(false);
+    await settle();
+    expect(h.gate.isOpen).toBe(true);
+    expect(h.node.swaps).toEqual([]);
+    expect(h.switches).toEqual([]);
+    await h.close();
+  });
+
+  it('two watch connections lost at once: the hold lasts until both are judged', async () => {
+    const h = harness();
+    let releaseC!: () => void;
+    const slowC = new Promise<void>((r) => (releaseC = r));
+    const verify = h.tracker['d'].verify;
+    (h.tracker['d'] as { verify: (a: NodeAddress) => Promise<void> }).verify = async (a) => {
+      if (k(a) === k(C)) {
+        await slowC;
+        throw new Error('slave');
+      }
+      return verify(a);
+    };
+    h.tracker.onReplicaLost(B, Date.now());
+    h.tracker.onReplicaLost(C, Date.now());
+    await settle();
+    expect(h.gate.isOpen).toBe(false); // B judged (slave), C not yet
+    releaseC();
+    await settle();
+    expect(h.gate.isOpen).toBe(true);
+    await h.close();
+  });
+});
+
+describe('never a stale view', () => {
+  it('after a switch it saw first, a sentinel that still names the old master (older epoch, the old master still answers ROLE master) is not followed, long after the switch too', async () => {
+    const h = harness({ fenceTimeout: 1000 });
+    h.roles.set(k(B), 'master');
+    h.tracker.onReplicaLost(B, Date.now());
+    await settle();
+    expect(h.node.target).toEqual(B);
+    // The old master has not been reconfigured yet: it still says master.
+    expect(h.roles.get(k(A))).toBe('master');
+    // Well past fenceTimeout (the short-lived pin against the old master is gone): the epoch decides.
+    await vi.advanceTimersByTimeAsync(5000);
+    h.setAnswer({ address: A, sentinel: S1, epoch: 3 });
+    h.tracker.requestRefresh('reconnect', true);
+    await settle();
+    expect(h.node.target).toEqual(B);
+    expect(h.node.swaps).toEqual([B]);
+    expect(h.gate.isOpen).toBe(true);
+    expect(h.switches).toHaveLength(1);
+    // The sentinels catch up: the same master with the failover's epoch.
+    h.setAnswer({ address: B, sentinel: S1, epoch: 4 });
+    h.tracker.requestRefresh('pubsub', false);
+    await settle();
+    expect(h.tracker.configEpoch).toBe(4);
+    expect(h.switches).toHaveLength(1);
+    await h.close();
+  });
+
+  it('a newer configuration naming another master is followed (a second failover)', async () => {
+    const h = harness();
+    h.roles.set(k(A), 'slave');
+    h.roles.set(k(C), 'master');
+    h.setAnswer({ address: C, sentinel: S1, epoch: 5 });
+    h.tracker.requestRefresh('pubsub', true);
+    await settle();
+    expect(h.node.swaps).toEqual([C]);
+    expect(h.tracker.configEpoch).toBe(5);
+    expect(h.switches[0]).toMatchObject({ from: A, to: C, detectedBy: 'pubsub', fenced: false, blindMs: undefined });
+    await h.close();
+  });
+
+  it('a promotion seen while a re-check is waiting for the sentinels: the late, older answer does not move the pool back', async () => {
+    const h = harness({ fenceTimeout: 1 });
+    const ask = h.holdAsk();
+    h.tracker.requestRefresh('poll', false);
+    await settle();
+    expect(h.calls.ask).toBe(1);
+    h.roles.set(k(B), 'master');
+    h.tracker.onReplicaLost(B, Date.now());
+    await settle();
+    expect(h.node.target).toEqual(B);
+    h.releaseAsk();
+    ask.resolve({ address: A, sentinel: S1, epoch: 3 }); // asked before the failover
+    await settle();
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(h.node.target).toEqual(B);
+    expect(h.node.swaps).toEqual([B]);
+    expect(h.switches).toHaveLength(1);
+    await h.close();
+  });
+});
+
+describe('the write fence', () => {
+  it('+try-failover holds writes and says so; no switch within fenceTimeout releases them (failover-abort) and re-checks', async () => {
+    const h = harness({ fenceTimeout: 1000 });
+    h.tracker.onSignal({ kind: 'failover-start', event: '+try-failover', master: A }, '+try-failover', S1);
+    expect(h.gate.isOpen).toBe(false);
+    expect(h.tracker.fenced).toBe(true);
+    expect(h.events.map((e) => e.event)).toEqual(['failover-start']);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(h.tracker.fenced).toBe(true);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.tracker.fenced).toBe(false);
+    expect(h.events.map((e) => e.event)).toEqual(['failover-start', 'failover-abort']);
+    expect((h.events[1]!.payload as { reason: string }).reason).toMatch(/fenceTimeout \(1000 ms\)/);
+    await settle();
+    expect(h.gate.isOpen).toBe(true); // the re-check found A still master
+    expect(h.node.swaps).toEqual([]);
+    await h.close();
+  });
+
+  it('the fence engaged before the promotion: the switch reports fenced, blind window 0, and happens once', async () => {
+    const h = harness();
+    h.tracker.onSignal({ kind: 'failover-start', event: '+selected-slave', master: A, candidate: B }, '+selected-slave', S1);
+    await vi.advanceTimersByTimeAsync(100); // the candidate is asked every 25 ms: still a replica
+    expect(h.node.swaps).toEqual([]);
+    h.roles.set(k(B), 'master');
+    h.tracker.onReplicaLost(B, Date.now()); // the watch hears the promotion too
+    await vi.advanceTimersByTimeAsync(100);
+    h.tracker.onSignal({ kind: 'promoted', address: B }, '+promoted-slave', S1);
+    h.tracker.onSignal({ kind: 'switch', from: A, to: B }, '+switch-master', S1);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(h.node.swaps).toEqual([B]);
+    expect(h.switches).toHaveLength(1);
+    expect(h.switches[0]).toMatchObject({ fenced: true, blindMs: 0 });
+    expect(h.gate.isOpen).toBe(true);
+    await h.close();
+  });
+
+  it('the leader is reported down while it leads: the held writes go back to the master at once', async () => {
+    const h = harness();
+    h.tracker.onSignal({ kind: 'failover-start', event: '+try-failover', master: A }, '+try-failover', S1);
+    h.tracker.onSignal({ kind: 'sentinel-down', address: S1 }, '+sdown', { host: '10.0.1.2', port: 26379 });
+    expect(h.tracker.fenced).toBe(false);
+    expect((h.events.at(-1)!.payload as { reason: string }).reason).toMatch(/failover leader 10\.0\.1\.1:26379 is down/);
+    await settle();
+    expect(h.gate.isOpen).toBe(true);
+    await h.close();
+  });
+
+  it('a failover of another master (a replayed old one) only starts a re-check', async () => {
+    const h = harness();
+    h.tracker.onSignal({ kind: 'failover-start', event: '+try-failover', master: C }, '+try-failover', S1);
+    expect(h.tracker.fenced).toBe(false);
+    expect(h.events).toEqual([]);
+    await settle();
+    expect(h.calls.ask).toBe(1);
+    await h.close();
+  });
+});
+
+describe('re-checks are coalesced', () => {
+  it('a burst of 50 triggers while one re-check runs gives one more re-check, not 50', async () => {
+    const h = harness();
+    const ask = h.holdAsk();
+    h.tracker.requestRefresh('pubsub', false);
+    await settle();
+    for (let i = 0; i < 50; i++) h.tracker.requestRefresh(i % 2 ? 'poll' : 'reconnect', false);
+    h.releaseAsk();
+    ask.resolve({ address: A, sentinel: S1, epoch: 3 });
+    await settle();
+    await settle();
+    expect(h.calls.ask).toBe(2);
+    expect(h.tracker.refreshes).toBe(2);
+    await h.close();
+  });
+
+  it('sentinels unreachable while writes are held: it retries with backoff, and a queued command gets the last verified master (never while fenced)', async () => {
+    const h = harness();
+    const down = Object.assign(new Error('all down'), {});
+    (h.tracker['d'] as { ask: () => Promise<MasterAnswer> }).ask = async () => {
+      h.calls.ask++;
+      throw down;
+    };
+    h.tracker.requestRefresh('reconnect', true);
+    await settle();
+    expect(h.gate.isOpen).toBe(false);
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(h.calls.ask).toBeGreaterThan(2); // backoff retries
+    expect(h.calls.ask).toBeLessThan(40); // not a tight loop
+    // queueTimeout passed for a command: A still answers master, so it goes on there.
+    await expect(h.tracker.onGateStall()).resolves.toBe(true);
+    expect(h.gate.isOpen).toBe(true);
+    expect(h.events.some((e) => e.event === 'error')).toBe(true);
+    // Under a fence, never.
+    h.tracker.onSignal({ kind: 'failover-start', event: '+try-failover', master: A }, '+try-failover', S1);
+    await expect(h.tracker.onGateStall()).resolves.toBe(false);
+    await h.close();
+  });
+});
+
+describe('close()', () => {
+  it('stops the fence timer and the loops: nothing fires afterwards', async () => {
+    const h = harness({ fenceTimeout: 1000 });
+    h.tracker.onSignal({ kind: 'failover-start', event: '+try-failover', master: A }, '+try-failover', S1);
+    await h.close();
+    const before = h.events.length;
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(h.events.length).toBe(before);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
