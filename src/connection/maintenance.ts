@@ -15,11 +15,11 @@
 import net from 'node:net';
 import type { NodeAddress, Reply } from '../types.js';
 
-/** The notification types this library acts on. */
-export const MAINT_KINDS = ['MOVING', 'MIGRATING', 'MIGRATED', 'FAILING_OVER', 'FAILED_OVER', 'SMIGRATING', 'SMIGRATED'] as const;
+/** A maintenance notification type this library acts on. */
+export type MaintenanceKind = 'MOVING' | 'MIGRATING' | 'MIGRATED' | 'FAILING_OVER' | 'FAILED_OVER' | 'SMIGRATING' | 'SMIGRATED';
 
-/** One of {@link MAINT_KINDS}. */
-export type MaintenanceKind = (typeof MAINT_KINDS)[number];
+/** Every {@link MaintenanceKind}. */
+export const MAINT_KINDS: readonly MaintenanceKind[] = ['MOVING', 'MIGRATING', 'MIGRATED', 'FAILING_OVER', 'FAILED_OVER', 'SMIGRATING', 'SMIGRATED'];
 
 /** `maintNotifications`: opt in where RESP3 is on and the server agrees (`auto`), insist (`enabled`), or never (`disabled`). */
 export type MaintNotificationsMode = 'auto' | 'enabled' | 'disabled';
