@@ -5,6 +5,7 @@ import { NodePool } from '../pool/node-pool.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { ResolvedClusterOptions } from './options.js';
 import { refreshOrder } from './refresh-order.js';
+import { RefreshScheduler } from './refresh-scheduler.js';
 import { seedFailureMessage } from './seed-errors.js';
 import { applyMoved, slotMapFromShards, slotMapFromSlots, SlotMap, type ClusterNode } from './slot-map.js';
 import { SLOT_COUNT } from './slot.js';
@@ -30,23 +31,13 @@ export interface TopologyHooks {
   onConnection?(conn: Connection): void;
 }
 
-/** Floor of the trouble polling period, for `refresh.minInterval: 0`. */
-const MIN_POLL_PERIOD = 50;
-
 /**
  * The current slot map and one {@link NodePool} per node, kept fresh by `CLUSTER SHARDS`
  * (falling back to `CLUSTER SLOTS` on servers before 7.0).
  *
- * Refreshes coalesce: one runs at a time, a trigger during it runs one more afterwards, and
- * no refresh starts less than `refresh.minInterval` after the previous one started, so a
- * storm of MOVED replies during a resharding costs a bounded number of refreshes.
- *
- * Trouble polling: while some command is retrying after a node failure (see {@link failing}),
- * a refresh is requested every `refresh.minInterval`, so a replica promoted by the cluster is
- * seen within about one interval rather than at the next retry. A slot-serving master that
- * could not be reached (see {@link nodeDown}) is also watched with no command failing, at a
- * period that doubles from `refresh.minInterval` and for at most `refresh.interval` (30 s when
- * the periodic refresh is off). Polling stops as soon as neither holds.
+ * When to refresh (coalesced, rate limited by `refresh.minInterval`, trouble polling while
+ * commands fail or a serving node is down, the periodic refresh) is the
+ * {@link RefreshScheduler}'s business; this class fetches and installs the map.
  *
  * Every change of the map (a refresh that moved slots, added or removed nodes or changed a
  * node's role or health; a MOVED that patched a slot) aborts {@link changed} and replaces it,
@@ -57,27 +48,11 @@ export class Topology {
   /** The map as of the last full refresh: `topology` events compare against it, not against MOVED patches. */
   private lastRefreshed: SlotMap;
   private readonly pools = new Map<string, NodePool>();
-  private running: Promise<void> | undefined;
-  private again = false;
-  private lastStart = 0;
-  private delayed: NodeJS.Timeout | undefined;
-  private periodic: NodeJS.Timeout | undefined;
-  private waiters: Array<() => void> = [];
-  /** Nodes the next refresh asks first (see {@link refreshOrder}), by key: a MOVED storm names the same few. */
-  private preferred = new Map<string, NodeAddress>();
   private shardsUnsupported = false;
   private closed = false;
   private changeCtl = unlimited(new AbortController());
-  /** Commands retrying after a node-level failure. */
-  private failingCommands = 0;
-  /** Nodes a connection could not be made to, or that failed a command with a connection error, by key: since when. */
-  private readonly down = new Map<string, number>();
-  private poll: NodeJS.Timeout | undefined;
-  private pollPeriod = 0;
   /** The last failed connection attempt per node key, until a connection succeeds. */
   private readonly connectErrors = new Map<string, Error>();
-  /** Refreshes run so far (initial load included). */
-  refreshes = 0;
   /** Bumped by every change of the map (with {@link changed}): lets a wait tell whether it missed one. */
   version = 0;
   /** Maintenance notification counts over every node pool (and SMIGRATED slot map updates). */
@@ -85,12 +60,24 @@ export class Topology {
   /** SMIGRATED sequence numbers applied: every connection of the source node gets a copy. */
   private readonly migrated = new SeenSequences();
 
+  /** When to refresh: triggers in, "fetch now" out (refresh-scheduler.ts). */
+  private readonly scheduler: RefreshScheduler;
+
   constructor(
     private readonly o: ResolvedClusterOptions,
     private readonly hooks: TopologyHooks,
   ) {
     this.current = SlotMap.empty({ natMap: o.natMap });
     this.lastRefreshed = this.current;
+    this.scheduler = new RefreshScheduler({ minInterval: o.minRefreshInterval, interval: o.refreshInterval }, {
+      refresh: (prefer) => this.refreshOnce(prefer),
+      serving: () => new Set(this.current.masters({ withSlots: true }).map((m) => m.key)),
+    });
+  }
+
+  /** Refreshes started so far (the initial load included). */
+  get refreshes(): number {
+    return this.scheduler.refreshes;
   }
 
   /** The current slot map snapshot. */
@@ -108,7 +95,7 @@ export class Topology {
 
   /** Whether trouble polling is running (for tests and stats). */
   get polling(): boolean {
-    return this.poll !== undefined;
+    return this.scheduler.polling;
   }
 
   private notifyChange(): void {
@@ -124,78 +111,22 @@ export class Topology {
    * (idempotent) because it finished, one way or the other.
    */
   failing(): () => void {
-    this.failingCommands++;
-    this.startPolling();
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      this.failingCommands--;
-    };
+    return this.scheduler.failing();
   }
 
   /** A connection to `address` failed or could not be made: watch the map while it serves slots. */
   nodeDown(address: NodeAddress): void {
-    if (this.closed) return;
-    const key = formatAddress(address);
-    if (!this.down.has(key)) this.down.set(key, Date.now());
-    this.startPolling();
+    if (!this.closed) this.scheduler.nodeDown(address);
   }
 
   /** A connection to `address` succeeded. */
   nodeUp(address: NodeAddress): void {
-    this.down.delete(formatAddress(address));
-  }
-
-  /** Drops watched nodes that serve no slot any more (or were watched long enough); true when some remain. */
-  private watchingDownNodes(): boolean {
-    if (this.down.size === 0) return false;
-    const window = this.o.refreshInterval > 0 ? this.o.refreshInterval : 30_000;
-    const serving = new Set(this.current.masters({ withSlots: true }).map((m) => m.key));
-    const now = Date.now();
-    for (const [key, since] of this.down) if (!serving.has(key) || now - since > window) this.down.delete(key);
-    return this.down.size > 0;
-  }
-
-  /**
-   * (Re)arms the poll timer: every `refresh.minInterval` while commands fail; doubling up to
-   * the watch window while only a down node is watched.
-   */
-  private startPolling(): void {
-    if (this.closed) return;
-    const base = Math.max(this.o.minRefreshInterval, MIN_POLL_PERIOD);
-    if (this.poll) {
-      // A command started failing while a slow "down node" poll was pending: speed up.
-      if (this.failingCommands === 0 || this.pollPeriod <= base) return;
-      clearTimeout(this.poll);
-      this.poll = undefined;
-    }
-    this.pollPeriod = this.failingCommands > 0 ? base : this.pollPeriod > 0 ? this.pollPeriod : base;
-    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod);
-    this.poll.unref();
-  }
-
-  private onPoll(): void {
-    this.poll = undefined;
-    if (this.closed) return;
-    const failing = this.failingCommands > 0;
-    const watching = this.watchingDownNodes();
-    if (!failing && !watching) {
-      this.pollPeriod = 0;
-      return;
-    }
-    this.requestRefresh();
-    const base = Math.max(this.o.minRefreshInterval, MIN_POLL_PERIOD);
-    const cap = Math.max(base, this.o.refreshInterval > 0 ? this.o.refreshInterval : 30_000);
-    this.pollPeriod = failing ? base : Math.min(cap, this.pollPeriod * 2);
-    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod);
-    this.poll.unref();
+    this.scheduler.nodeUp(address);
   }
 
   /** Loads the first map from the seeds; rejects with every seed's error as causes when none answers. */
   async start(): Promise<void> {
-    this.lastStart = Date.now();
-    this.refreshes++;
+    this.scheduler.started();
     const errors: Error[] = [];
     const map = await this.fetchBest(this.o.seeds, errors);
     if (!map) {
@@ -206,10 +137,7 @@ export class Topology {
       throw new Err(seedFailureMessage(this.o.seeds, errors), { cause: agg });
     }
     this.install(map, false);
-    if (this.o.refreshInterval > 0) {
-      this.periodic = setInterval(() => this.requestRefresh(), this.o.refreshInterval);
-      this.periodic.unref();
-    }
+    this.scheduler.startPeriodic();
   }
 
   /** The pool of a node, created on first use. */
@@ -294,53 +222,16 @@ export class Topology {
    * never rejects (failures are reported through `onNodeError`).
    */
   requestRefresh(prefer: readonly NodeAddress[] = []): void {
-    if (this.closed) return;
-    for (const a of prefer) this.preferred.set(formatAddress(a), { host: a.host, port: a.port });
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    const wait = this.lastStart + this.o.minRefreshInterval - Date.now();
-    if (wait > 0) {
-      if (!this.delayed) {
-        this.delayed = setTimeout(() => {
-          this.delayed = undefined;
-          this.requestRefresh();
-        }, wait);
-        this.delayed.unref();
-      }
-      return;
-    }
-    this.lastStart = Date.now();
-    this.refreshes++;
-    const waiters = this.waiters;
-    this.waiters = [];
-    const preferred = [...this.preferred.values()];
-    this.preferred.clear();
-    this.running = this.refreshOnce(preferred)
-      .catch(() => {})
-      .finally(() => {
-        this.running = undefined;
-        for (const w of waiters) w();
-        if (this.again) {
-          this.again = false;
-          this.requestRefresh();
-        }
-      });
+    if (!this.closed) this.scheduler.request(prefer);
   }
 
   /** Resolves after a refresh that starts after this call has completed (successfully or not). */
   refreshed(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      this.waiters.push(resolve);
-      if (this.running) this.again = true;
-      else this.requestRefresh();
-    });
+    return this.closed ? Promise.resolve() : this.scheduler.refreshed();
   }
 
   private async refreshOnce(prefer: readonly NodeAddress[]): Promise<void> {
-    const candidates = refreshOrder(this.current, { prefer, down: new Set(this.down.keys()), seeds: this.o.seeds, turn: this.refreshes });
+    const candidates = refreshOrder(this.current, { prefer, down: this.scheduler.downKeys(), seeds: this.o.seeds, turn: this.refreshes });
     const errors: Error[] = [];
     const map = await this.fetchBest(candidates, errors);
     if (this.closed) return;
@@ -416,17 +307,11 @@ export class Topology {
   /** Stops timers and closes every pool. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.periodic) clearInterval(this.periodic);
-    if (this.delayed) clearTimeout(this.delayed);
-    if (this.poll) clearTimeout(this.poll);
-    this.periodic = this.delayed = this.poll = undefined;
-    this.down.clear();
-    this.preferred.clear();
     // Commands waiting to retry wake up and see the pool closed.
     this.changeCtl.abort();
-    for (const w of this.waiters.splice(0)) w();
+    const scheduling = this.scheduler.close();
     await Promise.all([...this.pools.values()].map((p) => p.close(this.o.closeTimeout)));
-    await this.running;
+    await scheduling;
   }
 }
 

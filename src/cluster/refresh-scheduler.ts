@@ -1,0 +1,219 @@
+import { formatAddress, type NodeAddress } from '../types.js';
+
+/** Floor of the trouble polling period, for `refresh.minInterval: 0`. */
+export const MIN_POLL_PERIOD = 50;
+
+/** When to refresh the slot map: its options and what it asks of the topology. */
+export interface RefreshSchedulerOptions {
+  /** `refresh.minInterval`: no refresh starts sooner than this after the previous one started. */
+  minInterval: number;
+  /** `refresh.interval`: a periodic refresh (0: none; the watch window of a down node is then 30 s). */
+  interval: number;
+}
+
+/** What the scheduler runs and reads: the refresh itself, and which nodes serve slots now. */
+export interface RefreshTarget {
+  /** Fetches and installs the map, asking the nodes in `prefer` first; never rejects. */
+  refresh(prefer: readonly NodeAddress[]): Promise<void>;
+  /** Keys (`host:port`) of the masters that serve slots in the current map. */
+  serving(): Set<string>;
+}
+
+/**
+ * The cluster's refresh scheduler, as Lettuce's `ClusterTopologyRefreshScheduler`: named
+ * triggers in (a MOVED or a new node: {@link request}; a command retrying after a node-level
+ * failure: {@link failing}; a connection that failed or succeeded: {@link nodeDown} /
+ * {@link nodeUp}; the periodic timer), "fetch now" out (`target.refresh`).
+ *
+ * One refresh at a time: a trigger during a refresh runs one more after it. Rate limited: none
+ * starts less than `minInterval` after the previous start (the trigger is kept and runs when
+ * the interval is over). While commands fail, a refresh is requested every `minInterval`, so a
+ * replica promoted by the cluster is found as soon as it serves; while only a down node is
+ * watched, the period doubles from `minInterval` for at most `interval` (30 s when the
+ * periodic refresh is off). Polling stops as soon as neither holds.
+ */
+export class RefreshScheduler {
+  private running: Promise<void> | undefined;
+  private again = false;
+  private lastStart = 0;
+  private delayed: NodeJS.Timeout | undefined;
+  private periodic: NodeJS.Timeout | undefined;
+  private waiters: Array<() => void> = [];
+  /** Nodes the next refresh asks first, by key: a MOVED storm names the same few. */
+  private readonly preferred = new Map<string, NodeAddress>();
+  /** Commands retrying after a node-level failure. */
+  private failingCommands = 0;
+  /** Nodes a connection could not be made to, or that failed a command with a connection error, by key: since when. */
+  private readonly down = new Map<string, number>();
+  private poll: NodeJS.Timeout | undefined;
+  private pollPeriod = 0;
+  private closed = false;
+  /** Refreshes started so far (the initial load included, see {@link started}). */
+  refreshes = 0;
+
+  constructor(
+    private readonly o: RefreshSchedulerOptions,
+    private readonly target: RefreshTarget,
+  ) {}
+
+  /** Whether trouble polling is running. */
+  get polling(): boolean {
+    return this.poll !== undefined;
+  }
+
+  /** Keys of the nodes watched as down (refreshes ask them last). */
+  downKeys(): Set<string> {
+    return new Set(this.down.keys());
+  }
+
+  /** The initial load started now (counted, and it starts the rate limit's interval). */
+  started(): void {
+    this.lastStart = Date.now();
+    this.refreshes++;
+  }
+
+  /** The map is loaded: the periodic refresh starts (with `interval` > 0). */
+  startPeriodic(): void {
+    if (this.closed || this.periodic || this.o.interval <= 0) return;
+    this.periodic = setInterval(() => this.request(), this.o.interval);
+    this.periodic.unref();
+  }
+
+  /**
+   * Asks for a refresh, which asks the nodes in `prefer` first. Coalesced and rate limited;
+   * never rejects.
+   */
+  request(prefer: readonly NodeAddress[] = []): void {
+    if (this.closed) return;
+    for (const a of prefer) this.preferred.set(formatAddress(a), { host: a.host, port: a.port });
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    const wait = this.lastStart + this.o.minInterval - Date.now();
+    if (wait > 0) {
+      if (!this.delayed) {
+        this.delayed = setTimeout(() => {
+          this.delayed = undefined;
+          this.request();
+        }, wait);
+        this.delayed.unref();
+      }
+      return;
+    }
+    this.lastStart = Date.now();
+    this.refreshes++;
+    const waiters = this.waiters;
+    this.waiters = [];
+    const preferred = [...this.preferred.values()];
+    this.preferred.clear();
+    this.running = this.target
+      .refresh(preferred)
+      .catch(() => {})
+      .finally(() => {
+        this.running = undefined;
+        for (const w of waiters) w();
+        if (this.again) {
+          this.again = false;
+          this.request();
+        }
+      });
+  }
+
+  /** Resolves after a refresh that starts after this call has completed (successfully or not). */
+  refreshed(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.waiters.push(resolve);
+      if (this.running) this.again = true;
+      else this.request();
+    });
+  }
+
+  /**
+   * A command is retrying after a node-level failure (connection error, CLUSTERDOWN, READONLY,
+   * MASTERDOWN): poll until every such command has called the returned function (idempotent)
+   * because it finished, one way or the other.
+   */
+  failing(): () => void {
+    this.failingCommands++;
+    this.startPolling();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.failingCommands--;
+    };
+  }
+
+  /** A connection to `address` failed or could not be made: watch the map while it serves slots. */
+  nodeDown(address: NodeAddress): void {
+    if (this.closed) return;
+    const key = formatAddress(address);
+    if (!this.down.has(key)) this.down.set(key, Date.now());
+    this.startPolling();
+  }
+
+  /** A connection to `address` succeeded. */
+  nodeUp(address: NodeAddress): void {
+    this.down.delete(formatAddress(address));
+  }
+
+  /** Drops watched nodes that serve no slot any more (or were watched long enough); true when some remain. */
+  private watchingDownNodes(): boolean {
+    if (this.down.size === 0) return false;
+    const window = this.o.interval > 0 ? this.o.interval : 30_000;
+    const serving = this.target.serving();
+    const now = Date.now();
+    for (const [key, since] of this.down) if (!serving.has(key) || now - since > window) this.down.delete(key);
+    return this.down.size > 0;
+  }
+
+  /**
+   * (Re)arms the poll timer: every `minInterval` while commands fail; doubling up to the watch
+   * window while only a down node is watched.
+   */
+  private startPolling(): void {
+    if (this.closed) return;
+    const base = Math.max(this.o.minInterval, MIN_POLL_PERIOD);
+    if (this.poll) {
+      // A command started failing while a slow "down node" poll was pending: speed up.
+      if (this.failingCommands === 0 || this.pollPeriod <= base) return;
+      clearTimeout(this.poll);
+      this.poll = undefined;
+    }
+    this.pollPeriod = this.failingCommands > 0 ? base : this.pollPeriod > 0 ? this.pollPeriod : base;
+    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod);
+    this.poll.unref();
+  }
+
+  private onPoll(): void {
+    this.poll = undefined;
+    if (this.closed) return;
+    const failing = this.failingCommands > 0;
+    const watching = this.watchingDownNodes();
+    if (!failing && !watching) {
+      this.pollPeriod = 0;
+      return;
+    }
+    this.request();
+    const base = Math.max(this.o.minInterval, MIN_POLL_PERIOD);
+    const cap = Math.max(base, this.o.interval > 0 ? this.o.interval : 30_000);
+    this.pollPeriod = failing ? base : Math.min(cap, this.pollPeriod * 2);
+    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod);
+    this.poll.unref();
+  }
+
+  /** Stops every timer, wakes the waiters, and waits for a refresh in flight. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.periodic) clearInterval(this.periodic);
+    if (this.delayed) clearTimeout(this.delayed);
+    if (this.poll) clearTimeout(this.poll);
+    this.periodic = this.delayed = this.poll = undefined;
+    this.down.clear();
+    this.preferred.clear();
+    for (const w of this.waiters.splice(0)) w();
+    await this.running;
+  }
+}
