@@ -6,7 +6,8 @@ import { Connection } from '../connection/connection.js';
 import type { Credentials } from '../connection/credentials.js';
 import type { ResolvedConnectionOptions } from '../connection/options.js';
 import { acquireInfo, acquireTraced, noteConnection, publishAcquire, publishClose, publishConnect, publishMaintenance, type PoolMode } from '../diagnostics.js';
-import { maintenanceEvent, MaintCounters, planMoving, type MaintenanceEvent, type MaintenanceReport, type MaintenanceStats, type MaintNotice } from '../connection/maintenance.js';
+import { maintenanceEvent, MaintCounters, type MaintenanceEvent, type MaintenanceReport, type MaintenanceStats, type MaintNotice } from '../connection/maintenance.js';
+import { Handoffs, type HandoffHost } from './handoff.js';
 import { AuthenticationError, ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { clause } from '../connection/handshake.js';
 import { formatAddress, type Arg, type NodeAddress } from '../types.js';
@@ -106,17 +107,8 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   laneWaiters = 0;
   /** Maintenance notification counts. */
   private readonly maint: MaintCounters;
-  /**
-   * Connections to an endpoint a MOVING announced (see {@link handoff}), with when they must be
-   * closed: they take no new lane work or lease, drain, and close.
-   */
-  private readonly leaving = new Map<Connection, number>();
-  /** Bumped by every hand-over: a connection opened to the old endpoint meanwhile is not kept. */
-  private moves = 0;
-  /** A hand-over to the same address (MOVING with a null endpoint), waiting for half the notice. */
-  private sameAddressMove: NodeJS.Timeout | undefined;
-  /** Timers of hand-overs in progress (cleared by close()). */
-  private readonly moveTimers = new Set<NodeJS.Timeout>();
+  /** MOVING hand-overs: the connections leaving for a new endpoint (see handoff.ts). */
+  private readonly handoffs: Handoffs;
 
   constructor(
     target: NodeAddress,
@@ -126,6 +118,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   ) {
     super();
     this.maint = new MaintCounters(hooks.maintenanceTotals);
+    this.handoffs = new Handoffs(this.handoffHost(), this.maint);
     this.current = { host: target.host, port: target.port };
     // Every connect in flight listens for close(): a busy pool has many at once.
     setMaxListeners(0, this.closing.signal);
@@ -141,7 +134,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
         validate: async (conn) => {
           // After close() anything goes to the waiters: acquire() destroys it and rejects.
           if (this.closed) return true;
-          if (!conn.ready || conn.dirty || conn.generation !== this.gen || this.leaving.has(conn)) return false;
+          if (!conn.ready || conn.dirty || conn.generation !== this.gen || this.handoffs.has(conn)) return false;
           if (!this.poolOpts.testOnBorrow) return true;
           try {
             await conn.send(['PING'], { timeout: this.connOpts.connectTimeout || 1000 });
@@ -210,7 +203,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       }
       const target = this.current;
       const epoch = this.authEpoch;
-      const moves = this.moves;
+      const moves = this.handoffs.moves;
       let conn: Connection;
       try {
         conn = await Connection.connect(target, this.connOpts, this.hooks.handshake, true, this.closing.signal);
@@ -221,7 +214,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
         this.emit('error', err as Error);
         throw err;
       }
-      if (this.closed || gen !== this.gen || moves !== this.moves) {
+      if (this.closed || gen !== this.gen || moves !== this.handoffs.moves) {
         conn.destroy();
         if (this.closed) return Connection.closedPlaceholder(this.current, this.connOpts);
         continue; // the target moved while we connected: connect to the new one
@@ -239,7 +232,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       conn.on('maintenance', (report) => this.onMaintenance(conn, report));
       conn.once('close', (error) => {
         this.all.delete(conn);
-        this.leaving.delete(conn);
+        this.handoffs.forget(conn);
         publishClose(conn, mode, error);
         this.emit('close', { address: conn.address, connectionId: conn.id, generation: conn.generation, error });
         if (error && !this.closed && conn.generation === this.gen) this.hooks.onConnectionLost?.(error, conn);
@@ -420,7 +413,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
    */
   release(conn: Connection): void {
     if (!this.borrowed.delete(conn)) return;
-    if (!conn.ready || conn.dirty || conn.pending > 0 || conn.generation !== this.gen || this.closed || this.leaving.has(conn)) {
+    if (!conn.ready || conn.dirty || conn.pending > 0 || conn.generation !== this.gen || this.closed || this.handoffs.has(conn)) {
       conn.destroy();
       void this.pool.destroy(conn).catch(() => {});
     } else if (conn.authEpoch < this.authEpoch) {
@@ -544,7 +537,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   private retire(conn: Connection, reason?: Error): void {
     conn.retire(reason ?? new ConnectionError(`The lane to ${formatAddress(conn.address)} was replaced; the command was not sent.`, { address: conn.address }));
     // A lane handed over by a MOVING drains until the hand-over's deadline.
-    const until = this.leaving.get(conn);
+    const until = this.handoffs.deadline(conn);
     if (conn.pending === 0) conn.destroy();
     else void conn.close(until !== undefined ? Math.max(0, until - Date.now()) : this.connOpts.commandTimeout || this.connOpts.socketTimeout || 5000);
   }
@@ -552,9 +545,9 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
   // ---- maintenance notifications ----------------------------------------------------------
 
   /**
-   * A connection's maintenance notification: counted, reported (event and diagnostics
-   * channel), and a MOVING starts a hand-over. The connection already relaxed its own
-   * timeouts; SMIGRATED's slot map update is the cluster's (it listens to the event).
+   * A connection's maintenance notification: counted, a MOVING starts a hand-over, then it is
+   * reported (event and diagnostics channel). The connection already relaxed its own timeouts;
+   * SMIGRATED's slot map update is the cluster's (it listens to the event).
    */
   private onMaintenance(conn: Connection, report: MaintenanceReport): void {
     if (this.closed) return;
@@ -564,64 +557,40 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     }
     const notice = report.notice;
     this.maint.add('notifications');
-    if (notice.kind === 'MOVING') {
-      const plan = planMoving(notice, { leaving: this.leaving.has(conn), sameAddressPending: this.sameAddressMove !== undefined });
-      if (plan.action === 'handoff') {
-        const closeAt = Date.now() + plan.closeInMs;
-        if (plan.target !== null) {
-          if (this.sameAddressMove !== undefined) this.clearMoveTimer(this.sameAddressMove);
-          this.handoff(plan.target, closeAt);
-        } else {
-          this.sameAddressMove = this.moveTimer(plan.startInMs, () => {
-            this.sameAddressMove = undefined;
-            this.handoff(this.current, closeAt);
-          });
-        }
-      }
-    }
+    if (notice.kind === 'MOVING') this.handoffs.onMoving(conn, notice);
     const event = maintenanceEvent(notice, conn.address);
     publishMaintenance(event, this.hooks.mode ?? 'standalone', conn.id);
     this.emit('maintenance', event, notice);
   }
 
-  /**
-   * Hands the pool over to `target` (a MOVING): new connections go there from now on; each lane
-   * keeps serving until its replacement is connected, then takes no new command (commands
-   * queued but not written move to the new lane, unsent) and closes once its replies are in.
-   * Nothing is failed or sent twice. Idle exclusive connections close now; subscriber and idle
-   * dedicated connections once a new lane proves the target reachable (their owners reconnect
-   * there); whatever is still open to the old endpoint (a lease held all along, a blocking
-   * command) is closed at `closeAt`, before the server's deadline.
-   */
-  private handoff(target: NodeAddress, closeAt: number): void {
-    if (this.closed) return;
-    this.moves++;
-    this.maint.add('handoffs');
-    for (const conn of this.all) if (!this.leaving.has(conn)) this.leaving.set(conn, closeAt);
-    this.current = { host: target.host, port: target.port };
-    this.failures = 0;
-    const replaced: Promise<Connection>[] = [];
-    for (const slot of this.lanes) {
-      if (slot.conn !== undefined && this.leaving.has(slot.conn)) replaced.push(this.replaceLane(slot, closeAt));
-    }
-    for (const conn of this.leaving.keys()) {
-      // Idle exclusive connections (a lane replaced earlier may still be draining: it has replies due).
-      if (!this.borrowed.has(conn) && !this.detached.has(conn) && !conn.dirty && !this.isLane(conn) && conn.pending === 0) conn.destroy();
-    }
-    void this.pool.clear().catch(() => {});
-    const rest = () => {
-      for (const conn of [...this.leaving.keys()]) {
-        if (this.isLane(conn) || this.borrowed.has(conn)) continue;
-        if (conn.dirty && !this.detached.has(conn)) conn.destroy(); // a subscriber: its hub resubscribes at the target
-        else if (this.detached.has(conn) && conn.pending === 0) conn.destroy();
-      }
+  /** What a hand-over may do to this pool. */
+  private handoffHost(): HandoffHost {
+    const pool = this;
+    return {
+      get target() {
+        return pool.current;
+      },
+      get closed() {
+        return pool.closed;
+      },
+      connections: () => this.all,
+      retarget: (target) => {
+        this.current = { host: target.host, port: target.port };
+        this.failures = 0;
+      },
+      replaceLanes: (leaving, closeAt) => {
+        const replaced: Array<Promise<Connection>> = [];
+        for (const slot of this.lanes) if (slot.conn !== undefined && leaving(slot.conn)) replaced.push(this.replaceLane(slot, closeAt));
+        return replaced;
+      },
+      roleOf: (conn) => {
+        if (this.isLane(conn)) return 'lane';
+        if (this.borrowed.has(conn)) return 'borrowed';
+        if (this.detached.has(conn)) return 'dedicated';
+        return conn.dirty ? 'subscriber' : 'idle';
+      },
+      forgetIdle: () => void this.pool.clear().catch(() => {}),
     };
-    if (replaced.length === 0) rest();
-    else Promise.any(replaced).then(rest, () => {});
-    this.moveTimer(Math.max(0, closeAt - Date.now()), () => {
-      const why = new ConnectionError(`${formatAddress(target)} took over from this endpoint (MOVING); the connection to the old endpoint was closed at the end of the notice.`, { address: target });
-      for (const [conn, until] of [...this.leaving]) if (until <= closeAt) conn.destroy(conn.pending > 0 ? why : undefined);
-    });
   }
 
   /** Connects a lane's successor at the current target, retrying until `closeAt`; the old lane serves meanwhile. */
@@ -629,26 +598,10 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     const attempt = (): Promise<Connection> =>
       (slot.connecting ?? this.connectLane(slot)).catch((err: unknown) => {
         const old = slot.conn;
-        if (this.closed || Date.now() >= closeAt || old === undefined || !this.leaving.has(old)) throw err;
+        if (this.closed || Date.now() >= closeAt || old === undefined || !this.handoffs.has(old)) throw err;
         return attempt();
       });
     return attempt();
-  }
-
-  private moveTimer(ms: number, fn: () => void): NodeJS.Timeout {
-    const t = setTimeout(() => {
-      this.moveTimers.delete(t);
-      fn();
-    }, ms);
-    t.unref();
-    this.moveTimers.add(t);
-    return t;
-  }
-
-  private clearMoveTimer(t: NodeJS.Timeout): void {
-    clearTimeout(t);
-    this.moveTimers.delete(t);
-    if (this.sameAddressMove === t) this.sameAddressMove = undefined;
   }
 
   /** Connections whose timeouts are relaxed now. */
@@ -698,9 +651,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     if (this.closed) return;
     this.closed = true;
     this.closing.abort();
-    for (const t of this.moveTimers) clearTimeout(t);
-    this.moveTimers.clear();
-    this.sameAddressMove = undefined;
+    this.handoffs.close();
     // A blocking command may wait for minutes: it is cut off now rather than after closeTimeout.
     const why = new PoolClosedError();
     for (const conn of this.borrowed) if (conn.isBlocked) conn.destroy(why);
