@@ -7,7 +7,7 @@
  */
 import dc from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIAGNOSTICS_CHANNELS, SentinelPool, TimeoutError, type MaintenanceDiagnostic } from '../../src/index.js';
+import { ConnectionError, DIAGNOSTICS_CHANNELS, SentinelPool, TimeoutError, type MaintenanceDiagnostic } from '../../src/index.js';
 import { MaintProxy } from '../support/maint-proxy.js';
 import { startSentinel, waitFor, type SentinelTopology } from '../support/topology.js';
 
@@ -24,6 +24,18 @@ afterAll(async () => {
 });
 
 describe('SentinelPool', () => {
+  it("'enabled' against real Redis 7 nodes fails create() with the refusal", async () => {
+    const err = await SentinelPool.create(topo.masterName, topo.sentinelAddresses, { protocol: 3, maintNotifications: 'enabled' }).then(
+      async (p) => {
+        await p.close();
+        throw new Error('create() should have failed');
+      },
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect((err as Error).message).toMatch(/refused maintenance notifications.*unknown subcommand.*maintNotifications: 'auto'/is);
+  });
+
   it('MIGRATING relaxes the master connections, MIGRATED restores them; reported in stats and on the channel', async () => {
     const natMap = { [`${topo.master.host}:${topo.master.port}`]: `127.0.0.1:${proxy.address.port}` };
     const pool = await SentinelPool.create(topo.masterName, topo.sentinelAddresses, { protocol: 3, natMap, commandTimeout: 200, maintRelaxedTimeout: 5000 });
