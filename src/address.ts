@@ -105,11 +105,6 @@ function checkPort(port: unknown, what: string): void {
   }
 }
 
-/** Strips everything but host and port (what events and errors may show). */
-export function nodeAddress(a: NodeAddress): NodeAddress {
-  return { host: a.host, port: a.port };
-}
-
 /**
  * Removes `user:password@` from an address or URL given by a user, so a message about a bad
  * address never repeats a secret.

@@ -5,9 +5,10 @@
  * @packageDocumentation
  */
 export { StandalonePool, type StandaloneOptions, type StandaloneStats, type CommonOptions } from './standalone.js';
-export { BasePool, Batch, CommandView, Lease, type BatchResult, type PoolEvents, type WithOverloads } from './pool/surface.js';
+// Classes whose instances the pools hand out (their constructors are internal): types only.
+export type { BasePool, Batch, CommandView, Lease, BatchResult, PoolEvents, WithOverloads } from './pool/surface.js';
 export type { CallOptions } from './pool/call-options.js';
-export { DedicatedConnection, type DedicatedOptions } from './pool/dedicated.js';
+export type { DedicatedConnection, DedicatedOptions } from './pool/dedicated.js';
 export type { PoolOptions } from './pool/options.js';
 export type { DurabilityOptions, DurabilityStats } from './pool/durability.js';
 export type { NodePoolStats } from './pool/node-pool.js';
@@ -37,7 +38,7 @@ export type { TopologyChange } from './cluster/topology.js';
 export type { BackoffOptions } from './pool/backoff.js';
 export type { ClusterNodeInfo } from './cluster/cluster-pool.js';
 export { RoleMismatchError } from './sentinel/discovery.js';
-export { Subscription, type PubSubMessage, type Listener, type SubscriptionEvents } from './pubsub/subscription.js';
+export type { Subscription, PubSubMessage, Listener, SubscriptionEvents } from './pubsub/subscription.js';
 export type { SubscriptionOptions, SubscriptionKind } from './pubsub/frames.js';
 export type { PubSubStats } from './pubsub/hub.js';
 export type { PubSubMethods, ShardedPubSubMethods } from './pubsub/methods.js';
