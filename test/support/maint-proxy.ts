@@ -34,6 +34,11 @@ export interface MaintProxyOptions {
   rewrite?: (command: string[], reply: Buffer) => Buffer | string;
   /** Listen port on 127.0.0.1 (default: any free port). */
   port?: number;
+  /**
+   * Holds every new connection this long before it is connected through (its handshake waits):
+   * the cost of reaching a farther node, or of a TLS handshake. Default 0.
+   */
+  connectDelayMs?: number;
 }
 
 /** One client connection through the proxy. */
@@ -188,7 +193,8 @@ export class MaintProxy {
     server.setNoDelay(true);
     const conn = new ProxiedConnection(client, server, this, this.o);
     this.connections.push(conn);
-    server.once('connect', () => client.resume());
+    const delay = this.o.connectDelayMs ?? 0;
+    server.once('connect', () => (delay > 0 ? setTimeout(() => client.resume(), delay).unref() : client.resume()));
   }
 
   /** @internal */
