@@ -72,7 +72,8 @@ class Writers {
 describe('MOVING under steady load', () => {
   it('hands over to the new endpoint: 0 failed, 0 sent twice, old connections closed before the notice ends', async () => {
     const oldEnd = track(await MaintProxy.start(topo.address));
-    const newEnd = track(await MaintProxy.start(topo.address));
+    // Reaching the new endpoint takes a while (a farther node, a TLS handshake).
+    const newEnd = track(await MaintProxy.start(topo.address, { connectDelayMs: 200 }));
     const pool = track(await StandalonePool.create(oldEnd.address, { protocol: 3, pool: { lanes: 2 } }));
     const events: MaintenanceEvent[] = [];
     pool.on('maintenance', (e) => events.push(e));
@@ -132,7 +133,7 @@ describe('MOVING under steady load', () => {
     const during = writers.latency(movedAt, movedAt + drainedMs);
     console.log(
       `[maintenance] MOVING (time_s ${timeS}) under 20 writers: ${writers.acked} SETs acknowledged = ${await setCalls()} executed, ${writers.failures.length} failed, ` +
-        `0 sent twice; ${oldConnections} old connections (${copies} got the notice) closed by the client in ${drainedMs} ms, 0 by the endpoint; ` +
+        `0 sent twice; new endpoint 200 ms to connect; ${oldConnections} old connections (${copies} got the notice) closed by the client in ${drainedMs} ms, 0 by the endpoint; ` +
         `SET latency before p50 ${before.p50} ms / max ${before.max} ms (${before.n}), during the hand-over p50 ${during.p50} ms / max ${during.max} ms (${during.n})`,
     );
   });
