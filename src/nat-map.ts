@@ -1,5 +1,5 @@
 import { parseAddress } from './address.js';
-import { checkObject } from './options.js';
+import { checkObject, type CustomSpec } from './options.js';
 import { formatAddress, type Address, type NodeAddress } from './types.js';
 
 /** Maps addresses that nodes announce to addresses this process can reach. */
@@ -17,3 +17,13 @@ export function resolveNatMap(natMap: NatMap | undefined): (a: NodeAddress) => N
   }
   return (a) => table.get(formatAddress(a)) ?? a;
 }
+
+/** The `natMap` option of Sentinel and Cluster pools. */
+export const NAT_MAP_SPEC = {
+  kind: 'custom',
+  type: 'object or function',
+  doc: 'Announced address -> reachable address: `{ \'10.0.0.5:6379\': \'localhost:16379\' }` or a function `(address) => address`, for nodes behind NAT or Docker port mapping.',
+  validate(v: unknown) {
+    resolveNatMap(v as NatMap);
+  },
+} as const satisfies CustomSpec<NatMap>;

@@ -1,7 +1,6 @@
-import { parseAddress } from './address.js';
-import { CONNECTION_OPTION_NAMES, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from './connection/options.js';
-import { checkKnown, checkObject } from './options.js';
-import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from './pool/common-options.js';
+import type { ResolvedConnectionOptions } from './connection/options.js';
+import type { ResolvedCommonOptions } from './pool/common-options.js';
+import { resolveStandaloneOptions, type StandaloneOptions } from './standalone-options.js';
 import { LaneDispatcher } from './pool/lane-dispatcher.js';
 import { NodePool, type NodePoolStats } from './pool/node-pool.js';
 import type { DurabilityCounters, DurabilityStats } from './pool/durability.js';
@@ -11,11 +10,10 @@ import { KeyPrefixer } from './commands/key-prefix.js';
 import type { Address, NodeAddress } from './types.js';
 import { PubSubHub, type PubSubStats } from './pubsub/hub.js';
 import { ClientCache, type CacheStats } from './cache/client-cache.js';
-import { resolveCacheOptions, trackingCommand, type ResolvedCacheOptions } from './cache/options.js';
+import { trackingCommand, type ResolvedCacheOptions } from './cache/options.js';
 import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from './pubsub/methods.js';
 
-/** Options of {@link StandalonePool.create}. */
-export interface StandaloneOptions extends ConnectionOptions, CommonOptions {}
+export type { StandaloneOptions } from './standalone-options.js';
 
 export type { CommonOptions } from './pool/common-options.js';
 
@@ -77,13 +75,8 @@ export class StandalonePool extends BasePool<PoolEvents> {
    * with that connection's error (e.g. `AuthenticationError`) otherwise.
    */
   static async create(address: Address, options: StandaloneOptions = {}): Promise<StandalonePool> {
-    checkObject('options', options);
-    checkKnown('', options, [...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES]);
-    const parsed = parseAddress(address, 'address');
-    const conn = resolveConnectionOptions(options, parsed);
-    const common = resolveCommon(options);
-    const cache = resolveCacheOptions(options.cache, conn.protocol);
-    const pool = new StandalonePool({ host: parsed.host, port: parsed.port }, conn, common, cache);
+    const o = resolveStandaloneOptions(address, options);
+    const pool = new StandalonePool(o.address, o.conn, o.common, o.cache);
     try {
       await pool.node.lane();
     } catch (err) {

@@ -1,4 +1,4 @@
-import { checkKnown, checkNumber, checkObject, checkOneOf } from '../options.js';
+import { checkFields, checkKnown, checkObject, defineOptions, MAX_TIMER, optionNames, withDefaults, type GroupSpec, type Resolved } from '../options.js';
 
 /** Client-side cache options (`cache: { … }`); RESP3 only. */
 export interface CacheOptions {
@@ -27,39 +27,54 @@ export interface CacheOptions {
   hitsPerTurn?: number;
 }
 
-/** @internal */
-export interface ResolvedCacheOptions {
-  maxEntries: number;
-  maxBytes: number;
-  ttl: number;
-  mode: 'default' | 'broadcast';
-  prefixes: string[] | undefined;
-  hitsPerTurn: number;
-}
+/** One entry per cache option: its check, default and line of the reference page. */
+export const CACHE_OPTIONS = defineOptions<CacheOptions>()({
+  maxEntries: { kind: 'integer', min: 1, default: 10_000, doc: 'Most entries kept; beyond it the least recently used go (second-chance eviction, close to LRU).' },
+  maxBytes: { kind: 'integer', unit: 'bytes', min: 1024, default: 64 * 1024 * 1024, doc: 'Most bytes kept (an estimate of the decoded replies and their keys); LRU beyond.' },
+  ttl: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 60_000, doc: 'An entry is dropped this long after it was filled even if no invalidation came (a bound on staleness should one be missed); 0 keeps entries until invalidated or evicted.' },
+  mode: { kind: 'oneOf', values: ['default', 'broadcast'], default: 'default', doc: '`default`: the server invalidates the keys this client read (`CLIENT TRACKING ON`); `broadcast`: every key under `prefixes`, read or not (`BCAST`), cheaper for a server with many clients.' },
+  prefixes: {
+    kind: 'custom', type: 'string[]', defaultDoc: 'every key', doc: 'Only keys starting with one of these are cached (and, in broadcast mode, tracked).',
+    validate(v, name) {
+      if (!Array.isArray(v) || v.some((p) => typeof p !== 'string' || p === '')) throw new TypeError(`Option ${name} must be an array of non-empty strings.`);
+    },
+  },
+  hitsPerTurn: { kind: 'integer', min: 1, default: 1000, doc: 'At most this many hits are served in one event-loop turn; the next waits for the next turn, so socket data (invalidations included) is read in between even in a loop that only hits.' },
+});
+
+/** @internal Cache options with every default applied (`prefixes` undefined for every key). */
+export type ResolvedCacheOptions = Resolved<CacheOptions, typeof CACHE_OPTIONS>;
+
+/** `cache: { … }` as one option of a mode: off unless given. */
+export const CACHE_GROUP = {
+  kind: 'group',
+  doc: 'Client-side cache of cacheable reads, invalidated by the server (`CLIENT TRACKING`); needs `protocol: 3`. Per call: `with({ cache: false })` bypasses it.',
+  defaultDoc: 'off',
+  fields: CACHE_OPTIONS,
+  optional: true,
+  orFalse: true,
+} as const satisfies GroupSpec<CacheOptions>;
 
 /** @internal Validates `cache` (TypeError naming the option); undefined when the cache is off. */
 export function resolveCacheOptions(o: unknown, protocol: 2 | 3): ResolvedCacheOptions | undefined {
   if (o === undefined || o === false) return undefined;
   checkObject('cache', o);
-  const c = o as CacheOptions;
-  checkKnown('cache', c, ['maxEntries', 'maxBytes', 'ttl', 'mode', 'prefixes', 'hitsPerTurn']);
+  checkKnown('cache', o as object, optionNames(CACHE_OPTIONS));
+  cacheNeedsResp3(protocol);
+  checkFields(CACHE_OPTIONS, o, 'cache');
+  return cacheFrom(o as CacheOptions, protocol);
+}
+
+/** @internal The cache settings from a checked `cache` option; undefined when off. */
+export function cacheFrom(o: CacheOptions | false | undefined, protocol: 2 | 3): ResolvedCacheOptions | undefined {
+  if (o === undefined || o === false) return undefined;
+  cacheNeedsResp3(protocol);
+  const c = withDefaults(CACHE_OPTIONS, o);
+  return { ...c, prefixes: c.prefixes && c.prefixes.length > 0 ? [...c.prefixes] : undefined };
+}
+
+function cacheNeedsResp3(protocol: 2 | 3): void {
   if (protocol !== 3) throw new TypeError('Option cache needs protocol: 3 (RESP3): the server sends invalidations as RESP3 pushes on the connection that read the key.');
-  checkNumber('cache.maxEntries', c.maxEntries, { min: 1 });
-  checkNumber('cache.maxBytes', c.maxBytes, { min: 1024 });
-  checkNumber('cache.ttl', c.ttl, { max: 2 ** 31 - 1 });
-  checkNumber('cache.hitsPerTurn', c.hitsPerTurn, { min: 1 });
-  checkOneOf('cache.mode', c.mode, ['default', 'broadcast']);
-  if (c.prefixes !== undefined) {
-    if (!Array.isArray(c.prefixes) || c.prefixes.some((p) => typeof p !== 'string' || p === '')) throw new TypeError('Option cache.prefixes must be an array of non-empty strings.');
-  }
-  return {
-    maxEntries: c.maxEntries ?? 10_000,
-    maxBytes: c.maxBytes ?? 64 * 1024 * 1024,
-    ttl: c.ttl ?? 60_000,
-    mode: c.mode ?? 'default',
-    prefixes: c.prefixes && c.prefixes.length > 0 ? [...c.prefixes] : undefined,
-    hitsPerTurn: c.hitsPerTurn ?? 1000,
-  };
 }
 
 /** @internal The handshake command that turns tracking on for a connection. */

@@ -1,11 +1,11 @@
 import { parseAddress } from '../address.js';
-import { CONNECTION_OPTION_NAMES, MAX_TIMER, resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
-import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf } from '../options.js';
+import { CONNECTION_OPTIONS, connectionFrom, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
+import { backoffSpec, checkObject, checkOptions, defineOptions, MAX_TIMER, withDefaults } from '../options.js';
 import type { BackoffOptions } from '../pool/backoff.js';
-import { resolveNatMap, type NatMap } from '../nat-map.js';
-import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from '../pool/common-options.js';
+import { NAT_MAP_SPEC, resolveNatMap, type NatMap } from '../nat-map.js';
+import { COMMON_OPTIONS, commonFrom, type CommonOptions, type ResolvedCommonOptions } from '../pool/common-options.js';
 import type { Address, NodeAddress } from '../types.js';
-import { resolveCacheOptions, type ResolvedCacheOptions } from '../cache/options.js';
+import { cacheFrom, type ResolvedCacheOptions } from '../cache/options.js';
 import { AZ_READ_FROM, checkAzOptions, type AzReadFrom } from '../pool/read-from.js';
 
 /** Where read-only commands go (the `az-` values prefer nodes in `clientAz`). */
@@ -90,61 +90,75 @@ export interface ResolvedClusterOptions extends ResolvedCommonOptions {
   loadCommandTable: boolean;
 }
 
-const KNOWN = [
-  ...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES, 'maxRedirections', 'refresh', 'readFrom', 'clientAz', 'natMap', 'splitMultiKey',
-  'retryDelayOnTryAgain', 'retryBackoff', 'refreshTimeout', 'loadCommandTable',
-];
+/** The options only a Cluster pool has. */
+export type ClusterOwnOptions = Omit<ClusterOptions, keyof ConnectionOptions | keyof CommonOptions>;
+
+/** One entry per Cluster option: its check, default and line of the reference page. */
+export const CLUSTER_OWN_OPTIONS = defineOptions<ClusterOwnOptions>()({
+  maxRedirections: { kind: 'integer', max: 1000, default: 16, doc: 'Redirections and retries (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, connection errors) one command may take before it fails with `MaxRedirectionsError`.' },
+  refresh: {
+    kind: 'group',
+    doc: 'Slot-map refreshes. While any command is retrying after a node failure, the map is also refreshed every `minInterval` until none is, so a replica the cluster promotes is used within about one interval.',
+    fields: {
+      minInterval: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 200, doc: 'At most one refresh starts per this interval, however many MOVED replies or connection errors ask for one.' },
+      interval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 30000, doc: 'Periodic refresh, which catches a master that died without answering anything; 0 disables.' },
+    },
+  },
+  refreshTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 2000, doc: 'Timeout of each `CLUSTER SHARDS` / `CLUSTER SLOTS` request of a refresh (connect included).' },
+  readFrom: { kind: 'oneOf', values: ['master', 'replica', 'prefer-replica', ...AZ_READ_FROM], default: 'master', doc: 'Where read-only commands go: `replica` (a healthy replica of the slot\'s shard, the master only when it has none), `prefer-replica` (a replica, the master when the replica fails), or zone-aware with `clientAz`: `az-affinity`, `az-affinity-replicas-and-primary`. Connections send `READONLY`. Replicas apply writes asynchronously, so there is no read-your-writes, not even inside one pipeline: reads that must see a write belong in a `multi()` or a lease (`use(fn, { key })`).' },
+  clientAz: {
+    kind: 'custom', type: 'string', doc: 'The availability zone this client runs in (e.g. `use1-az1`); required by, and only allowed with, a zone-aware `readFrom`.',
+    // The zone's own rule; the combinations with readFrom are checked after the table.
+    validate: (v) => checkAzOptions(AZ_READ_FROM[0], v, 'ClusterPool'),
+  },
+  natMap: NAT_MAP_SPEC,
+  splitMultiKey: { kind: 'boolean', default: true, doc: 'Split `MGET`, `MSET`, `DEL`, `UNLINK`, `EXISTS` and `TOUCH` whose keys span slots into one command per slot, merged in key order. Any other command whose keys span slots is refused with `CrossSlotError` before it is sent, whatever this says.' },
+  retryDelayOnTryAgain: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 100, doc: 'First delay before a command that got `TRYAGAIN` is sent again (doubling on each further `TRYAGAIN`, capped by `retryBackoff.maxDelay`).' },
+  retryBackoff: backoffSpec('Backoff after `CLUSTERDOWN` or a connection error.', 100, 2000),
+  loadCommandTable: { kind: 'boolean', default: true, doc: 'Load the server\'s `COMMAND` table at start (the built-in one is used when COMMAND is denied).' },
+});
+
+/** Every option of a Cluster pool (`db` is not one: a cluster has only database 0). */
+export const CLUSTER_OPTIONS = defineOptions<ClusterOptions>()({ ...omitDb(CONNECTION_OPTIONS), ...COMMON_OPTIONS, ...CLUSTER_OWN_OPTIONS });
+
+function omitDb<T extends { db: unknown }>(t: T): Omit<T, 'db'> {
+  const { db: _db, ...rest } = t;
+  return rest;
+}
 
 /** Validates seeds and options (TypeError naming the argument or option) and applies defaults. */
-export function resolveClusterOptions(seeds: unknown, o: ClusterOptions): ResolvedClusterOptions {
+export function resolveClusterOptions(seeds: unknown, options: ClusterOptions): ResolvedClusterOptions {
   if (!Array.isArray(seeds) || seeds.length === 0) throw new TypeError("seeds must be a non-empty array of 'host:port' strings, redis:// URLs or { host, port } objects.");
   const parsed = seeds.map((s, i) => parseAddress(s as Address, `seeds[${i}]`));
-  checkObject('options', o);
-  checkKnown('', o, KNOWN);
-  checkNumber('maxRedirections', o.maxRedirections, { min: 0, max: 1000 });
-  checkObject('refresh', o.refresh);
-  checkKnown('refresh', o.refresh, ['minInterval', 'interval']);
-  checkNumber('refresh.minInterval', o.refresh?.minInterval, { min: 1, max: MAX_TIMER });
-  checkNumber('refresh.interval', o.refresh?.interval, { max: MAX_TIMER });
-  checkOneOf('readFrom', o.readFrom, ['master', 'replica', 'prefer-replica', ...AZ_READ_FROM]);
+  checkObject('options', options);
+  // `db: 0` is tolerated (options shared with a standalone pool); any other database is not.
+  const { db, ...o } = (options ?? {}) as ClusterOptions & { db?: unknown };
+  if ((db !== undefined && db !== 0) || parsed.some((p) => p.db !== undefined && p.db !== 0)) throw new TypeError('Option db must be 0: Redis Cluster has only database 0.');
+  checkOptions(CLUSTER_OPTIONS, o);
   checkAzOptions(o.readFrom, o.clientAz, 'ClusterPool');
-  if (o.natMap !== undefined && typeof o.natMap !== 'function') checkObject('natMap', o.natMap);
-  checkBoolean('splitMultiKey', o.splitMultiKey);
-  checkNumber('retryDelayOnTryAgain', o.retryDelayOnTryAgain, { max: MAX_TIMER });
-  checkObject('retryBackoff', o.retryBackoff);
-  checkKnown('retryBackoff', o.retryBackoff, ['initialDelay', 'maxDelay']);
-  checkNumber('retryBackoff.initialDelay', o.retryBackoff?.initialDelay, { min: 1, max: MAX_TIMER });
-  checkNumber('retryBackoff.maxDelay', o.retryBackoff?.maxDelay, { min: 1, max: MAX_TIMER });
-  checkNumber('refreshTimeout', o.refreshTimeout, { min: 1, max: MAX_TIMER });
-  checkBoolean('loadCommandTable', o.loadCommandTable);
-  // Credentials and TLS may come from the first seed URL; a cluster has only database 0.
+  // Credentials and TLS may come from the first seed URL.
   const fromUrl = parsed.find((p) => p.username !== undefined || p.password !== undefined || p.tls !== undefined) ?? {};
-  const data = resolveConnectionOptions(o, { ...fromUrl, db: undefined }, '', 'node');
-  if (data.db !== 0 || parsed.some((p) => p.db !== undefined && p.db !== 0)) throw new TypeError('Option db must be 0: Redis Cluster has only database 0.');
-  const common = resolveCommon(o);
-  const refreshTimeout = o.refreshTimeout ?? 2000;
+  const data = connectionFrom(o, { ...fromUrl, db: undefined }, 'node');
+  const common = commonFrom(o);
+  const own = withDefaults(CLUSTER_OWN_OPTIONS, o);
+  const refreshTimeout = own.refreshTimeout;
   return {
+    ...common,
     seeds: parsed.map((p) => ({ host: p.host, port: p.port })),
     data,
     // Probes ask for the map and close: no maintenance notifications for them.
     probe: { ...data, connectTimeout: Math.min(data.connectTimeout || refreshTimeout, refreshTimeout), commandTimeout: refreshTimeout, clientName: undefined, maint: undefined },
-    pool: common.pool,
-    closeTimeout: common.closeTimeout,
-    offlineQueue: common.offlineQueue,
-    keyPrefix: common.keyPrefix,
-    cache: resolveCacheOptions(o.cache, data.protocol),
-    durability: common.durability,
-    durabilityCounters: common.durabilityCounters,
-    maxRedirections: o.maxRedirections ?? 16,
-    minRefreshInterval: o.refresh?.minInterval ?? 200,
-    refreshInterval: o.refresh?.interval ?? 30000,
-    readFrom: o.readFrom ?? 'master',
-    clientAz: o.clientAz ?? '',
+    cache: cacheFrom(o.cache, data.protocol),
+    maxRedirections: own.maxRedirections,
+    minRefreshInterval: own.refresh.minInterval,
+    refreshInterval: own.refresh.interval,
+    readFrom: own.readFrom,
+    clientAz: own.clientAz ?? '',
     natMap: resolveNatMap(o.natMap),
-    splitMultiKey: o.splitMultiKey ?? true,
-    retryDelayOnTryAgain: o.retryDelayOnTryAgain ?? 100,
-    retryBackoff: { initialDelay: o.retryBackoff?.initialDelay ?? 100, maxDelay: o.retryBackoff?.maxDelay ?? 2000 },
+    splitMultiKey: own.splitMultiKey,
+    retryDelayOnTryAgain: own.retryDelayOnTryAgain,
+    retryBackoff: own.retryBackoff,
     refreshTimeout,
-    loadCommandTable: o.loadCommandTable ?? true,
+    loadCommandTable: own.loadCommandTable,
   };
 }

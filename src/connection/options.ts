@@ -1,5 +1,5 @@
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import { checkNumber, checkOneOf, checkString } from '../options.js';
+import { checkFields, defineOptions, MAX_TIMER, optionNames, withDefaults } from '../options.js';
 import { Auth, redactableTls, type CredentialRole, type CredentialsProvider } from './credentials.js';
 import { resolveNatMap, type NatMap } from '../nat-map.js';
 import type { NodeAddress } from '../types.js';
@@ -111,23 +111,51 @@ export interface ResolvedConnectionOptions extends Required<Omit<ConnectionOptio
   maint?: ResolvedMaint | undefined;
 }
 
-export const CONNECTION_DEFAULTS = {
-  db: 0,
-  protocol: 2 as 2 | 3,
-  connectTimeout: 5000,
-  commandTimeout: 5000,
-  socketTimeout: 10000,
-  maxReplyBytes: 512 * 1024 * 1024,
-  credentialsTimeout: 5000,
-  pingInterval: 0,
-  keepAlive: 10000,
-  maxPending: 100_000,
-  maxPendingBytes: 128 * 1024 * 1024,
-};
+/** One entry per connection option: its check, default and line of the reference page. */
+export const CONNECTION_OPTIONS = defineOptions<ConnectionOptions>()({
+  username: { kind: 'string', doc: 'ACL user (Redis 6+). Without `password` the pool logs in as that user with an empty password (what an ACL user with `nopass` accepts; any other user refuses it with `AuthenticationError`), never as `default`.' },
+  password: { kind: 'string', allowEmpty: true, doc: 'AUTH password; never appears in errors, events, `stats()`, logs or `util.inspect`.' },
+  credentials: {
+    kind: 'custom', type: 'function',
+    doc: '`async ({ address, role }) => ({ username?, password } | null)`: asked for every new connection and by `reauthenticate()`, for rotating passwords and short-lived tokens; not together with `username`/`password`. A provider that throws or is late fails that connection with `AuthenticationError`.',
+    validate: (v, name) => {
+      if (typeof v !== 'function') throw new TypeError(`Option ${name} must be a function ({ address, role }) => Promise<{ username?, password } | null> (got ${typeof v}).`);
+    },
+  },
+  credentialsTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 5000, doc: 'Longest one `credentials` call may take (never beyond `connectTimeout`); beyond it the connection fails with `AuthenticationError`.' },
+  db: { kind: 'integer', max: 1_000_000, default: 0, doc: 'SELECT after connecting; a `redis://host/2` URL sets it too. Standalone and Sentinel only: a cluster has only database 0 (`db: 0` is tolerated, another database refused, in a seed URL too).' },
+  clientName: {
+    kind: 'string', doc: 'CLIENT SETNAME (or HELLO SETNAME), so the connections show in CLIENT LIST.',
+    check: (v, name) => {
+      if (/\s/.test(v)) throw new TypeError(`Option ${name} must not contain spaces.`);
+    },
+  },
+  protocol: { kind: 'oneOf', values: [2, 3], default: 2, doc: '3 uses `HELLO 3` (maps decode to `Map`, sets to `Set`; typed helpers return the same shapes under both).' },
+  tls: { kind: 'custom', type: '`true` or tls.connect options', validate: (v, name) => checkTlsOptions(name, v), defaultDoc: 'off', doc: '`true` or Node\'s `tls.connect` options (`ca`, `cert`, `key` are PEM contents, not paths); a `rediss://` URL turns it on. The certificate is verified and the host name checked (an IP address must be in the certificate\'s IP SANs).' },
+  connectTimeout: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 5000, doc: 'TCP/TLS connect plus the handshake (which ends with a PING, so a server that is not Redis, or wants a password, is caught here); 0 disables.' },
+  commandTimeout: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 5000, doc: 'Deadline of a call from the call to its reply, covering queueing and retries; 0 disables. Blocking commands get their server timeout added; one that blocks forever has no deadline.' },
+  socketTimeout: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 10000, doc: 'A connection receiving nothing for this long while commands wait is destroyed, with every command it carries (keep it above your slowest command, or give slow calls their own `with({ timeout })`, which stretches it); blocking commands are exempt; 0 disables.' },
+  maxReplyBytes: { kind: 'integer', unit: 'bytes', min: 1024, default: 512 * 1024 * 1024, doc: 'Largest bulk length or aggregate count accepted from the server (`ProtocolError` beyond).' },
+  pingInterval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 0, doc: 'Heartbeat: a connection with nothing in flight for this long sends PING, and one whose PING gets no reply within another `pingInterval` is closed, so a peer that vanished without a RST is found before a command hits it. Never sent inside a MULTI. 0 disables.' },
+  keepAlive: {
+    kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 10000, doc: 'TCP keepalive: initial delay of the OS\'s probes on every socket; 0 turns keepalive off, else at least 1000.',
+    // Node rounds the delay down to whole seconds, and 0 s means the OS default (often 2 hours).
+    check: (v, name) => {
+      if (v > 0 && v < 1000) throw new TypeError(`Option ${name} must be 0 (off) or at least 1000 ms (got ${v}); the OS counts keepalive in whole seconds.`);
+    },
+  },
+  maxPending: { kind: 'integer', min: 1, default: 100_000, doc: 'Most commands one connection holds (in flight plus queued), and most that may wait for a node\'s connection to (re)connect; beyond it a command rejects at once with `QueueFullError`, not sent.' },
+  maxPendingBytes: { kind: 'integer', unit: 'bytes', min: 1024, max: 2 ** 32, default: 128 * 1024 * 1024, doc: 'Most bytes of unwritten commands per connection (queued, or in the socket buffer while the server reads slowly); beyond it `QueueFullError`, not sent. A single larger command still goes when nothing else waits.' },
+  maintNotifications: { kind: 'oneOf', values: ['auto', 'enabled', 'disabled'], default: 'auto', doc: 'Maintenance notifications of Redis Software 8.0.2+ / Redis Cloud (MOVING, MIGRATING, FAILING_OVER, SMIGRATING pushes): `auto` opts in on RESP3 connections and ignores a refusal; `enabled` fails `create()` when refused (needs `protocol: 3`); `disabled` never opts in. See docs/managed-redis.md.' },
+  maintEndpointType: { kind: 'oneOf', values: MAINT_ENDPOINT_TYPES, defaultDoc: 'inferred', doc: 'Form of the new address a MOVING carries (`none`: reconnect to the same name after half the notice). Default: a name over TLS by name, else an IP; internal for a private, loopback or link-local address reached, else external.' },
+  maintRelaxedTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: DEFAULT_RELAXED_TIMEOUT, doc: 'While a notified maintenance is in progress on a connection, its command and socket timeouts (per-call ones included) are raised to at least this; never lowered.' },
+});
 
+/** The defaults of {@link CONNECTION_OPTIONS}. */
+export const CONNECTION_DEFAULTS = withDefaults(CONNECTION_OPTIONS, {} as ConnectionOptions);
 
 /** Option names that belong to the connection (shared by every mode). */
-export const CONNECTION_OPTION_NAMES = ['username', 'password', 'credentials', 'credentialsTimeout', 'db', 'clientName', 'protocol', 'tls', 'connectTimeout', 'commandTimeout', 'socketTimeout', 'maxReplyBytes', 'pingInterval', 'keepAlive', 'maxPending', 'maxPendingBytes', 'maintNotifications', 'maintEndpointType', 'maintRelaxedTimeout'] as const;
+export const CONNECTION_OPTION_NAMES = optionNames(CONNECTION_OPTIONS);
 
 /**
  * Validates connection options (TypeError naming the option) and applies defaults.
@@ -135,56 +163,34 @@ export const CONNECTION_OPTION_NAMES = ['username', 'password', 'credentials', '
  */
 export function resolveConnectionOptions(
   o: ConnectionOptions,
-  fromUrl: { username?: string; password?: string; db?: number; tls?: boolean } = {},
+  fromUrl: UrlOptions = {},
   prefix = '',
   role: CredentialRole = 'master',
 ): ResolvedConnectionOptions {
+  checkFields(CONNECTION_OPTIONS, o, prefix.replace(/\.$/, ''));
+  return connectionFrom(o, fromUrl, role, prefix);
+}
+
+/** What a redis:// URL may carry. */
+export type UrlOptions = { username?: string; password?: string; db?: number; tls?: boolean };
+
+/** Connection options from checked ones: the URL fills in what the options leave out, then the defaults. */
+export function connectionFrom(o: ConnectionOptions, fromUrl: UrlOptions = {}, role: CredentialRole = 'master', prefix = ''): ResolvedConnectionOptions {
   const n = (k: string) => prefix + k;
-  checkString(n('username'), o.username);
-  checkString(n('password'), o.password, true);
-  if (o.credentials !== undefined && typeof o.credentials !== 'function') throw new TypeError(`Option ${n('credentials')} must be a function ({ address, role }) => Promise<{ username?, password } | null> (got ${typeof o.credentials}).`);
   if (o.credentials !== undefined && (o.password !== undefined || o.username !== undefined || fromUrl.password !== undefined || fromUrl.username !== undefined)) {
     throw new TypeError(`Option ${n('credentials')} cannot be combined with ${n('username')}/${n('password')} (or credentials in the URL): the provider supplies both.`);
   }
-  checkNumber(n('credentialsTimeout'), o.credentialsTimeout, { min: 1, max: MAX_TIMER });
-  checkNumber(n('db'), o.db, { max: 1_000_000 });
-  checkString(n('clientName'), o.clientName);
-  if (o.clientName !== undefined && /\s/.test(o.clientName)) throw new TypeError(`Option ${n('clientName')} must not contain spaces.`);
-  checkOneOf(n('protocol'), o.protocol, [2, 3]);
-  checkTlsOptions(n('tls'), o.tls);
-  checkNumber(n('connectTimeout'), o.connectTimeout, { max: MAX_TIMER });
-  checkNumber(n('commandTimeout'), o.commandTimeout, { max: MAX_TIMER });
-  checkNumber(n('socketTimeout'), o.socketTimeout, { max: MAX_TIMER });
-  checkNumber(n('maxReplyBytes'), o.maxReplyBytes, { min: 1024 });
-  checkNumber(n('pingInterval'), o.pingInterval, { max: MAX_TIMER });
-  checkNumber(n('keepAlive'), o.keepAlive, { max: MAX_TIMER });
-  // Node rounds the delay down to whole seconds, and 0 s means the OS default (often 2 hours).
-  if (o.keepAlive !== undefined && o.keepAlive > 0 && o.keepAlive < 1000) throw new TypeError(`Option ${n('keepAlive')} must be 0 (off) or at least 1000 ms (got ${o.keepAlive}); the OS counts keepalive in whole seconds.`);
-  checkNumber(n('maxPending'), o.maxPending, { min: 1 });
-  checkNumber(n('maxPendingBytes'), o.maxPendingBytes, { min: 1024, max: 2 ** 32 });
-  checkOneOf(n('maintNotifications'), o.maintNotifications, ['auto', 'enabled', 'disabled']);
-  checkOneOf(n('maintEndpointType'), o.maintEndpointType, MAINT_ENDPOINT_TYPES);
-  checkNumber(n('maintRelaxedTimeout'), o.maintRelaxedTimeout, { min: 1, max: MAX_TIMER });
-  const protocol = o.protocol ?? CONNECTION_DEFAULTS.protocol;
-  const tlsOpt = o.tls ?? fromUrl.tls;
+  const d = withDefaults(CONNECTION_OPTIONS, o);
+  const { username: _u, password: _p, credentials: _c, credentialsTimeout: _t, maintNotifications: _m, maintEndpointType: _e, maintRelaxedTimeout: _r, ...rest } = d;
   return {
+    ...rest,
+    maint: resolveMaint(o, d.protocol, n),
     auth: o.credentials
-      ? Auth.from(o.credentials, o.credentialsTimeout ?? CONNECTION_DEFAULTS.credentialsTimeout)
+      ? Auth.from(o.credentials, d.credentialsTimeout)
       : Auth.of(o.username ?? fromUrl.username, o.password ?? fromUrl.password),
     role,
     db: o.db ?? fromUrl.db ?? CONNECTION_DEFAULTS.db,
-    clientName: o.clientName,
-    protocol,
-    tls: resolveTls(tlsOpt),
-    connectTimeout: o.connectTimeout ?? CONNECTION_DEFAULTS.connectTimeout,
-    commandTimeout: o.commandTimeout ?? CONNECTION_DEFAULTS.commandTimeout,
-    socketTimeout: o.socketTimeout ?? CONNECTION_DEFAULTS.socketTimeout,
-    maxReplyBytes: o.maxReplyBytes ?? CONNECTION_DEFAULTS.maxReplyBytes,
-    pingInterval: o.pingInterval ?? CONNECTION_DEFAULTS.pingInterval,
-    keepAlive: o.keepAlive ?? CONNECTION_DEFAULTS.keepAlive,
-    maxPending: o.maxPending ?? CONNECTION_DEFAULTS.maxPending,
-    maxPendingBytes: o.maxPendingBytes ?? CONNECTION_DEFAULTS.maxPendingBytes,
-    maint: resolveMaint(o, protocol, n),
+    tls: resolveTls(o.tls ?? fromUrl.tls),
   };
 }
 
@@ -208,9 +214,9 @@ function resolveMaint(o: ConnectionOptions, protocol: 2 | 3, n: (k: string) => s
   };
 }
 
+/** The bound of every time option (declared in ../options.ts; re-exported for the modules that read it here). */
+export { MAX_TIMER };
 
-/** Node's timers fire at once for delays above 2^31-1 ms. */
-export const MAX_TIMER = 2 ** 31 - 1;
 
 /** `true` -> `{}`, `false`/undefined -> no TLS, options -> a copy that prints without key material. */
 export function resolveTls(tls: boolean | TlsConnectionOptions | undefined): TlsConnectionOptions | undefined {

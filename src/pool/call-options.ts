@@ -1,7 +1,6 @@
-import { MAX_TIMER } from '../connection/options.js';
-import { checkBoolean, checkKnown, checkNumber, checkObject } from '../options.js';
+import { checkKnown, checkObject, checkOptions, defineOptions, MAX_TIMER } from '../options.js';
 import type { Durability } from '../connection/durability.js';
-import { checkDurability, type DurabilityOptions } from './durability.js';
+import { CALL_DURABILITY_GROUP, type DurabilityOptions } from './durability.js';
 
 /** Per-call options, given through `pool.with(options)` so they can never be mistaken for command arguments. */
 export interface CallOptions {
@@ -48,16 +47,24 @@ export function checkUseOptions(o: unknown): void {
   checkKnown('use', o as Record<string, unknown>, ['key']);
 }
 
+/** One entry per per-call option. */
+export const CALL_OPTIONS = defineOptions<CallOptions>()({
+  signal: {
+    kind: 'custom', type: 'AbortSignal', doc: 'Abort the command: it rejects with `signal.reason`; if it was already sent, its late reply is discarded.',
+    validate(v, name) {
+      if (!(v instanceof AbortSignal)) throw new TypeError(`Option ${name} must be an AbortSignal.`);
+    },
+  },
+  timeout: { kind: 'integer', unit: 'ms', max: MAX_TIMER, defaultDoc: '`commandTimeout`', doc: 'Deadline of this call, covering waits and retries (and stretching `socketTimeout` while its reply is awaited); 0 disables.' },
+  returnBuffers: { kind: 'boolean', default: false, doc: 'Bulk string replies as Buffers instead of strings.' },
+  idempotent: { kind: 'boolean', default: false, doc: 'The command may run twice without harm: retry it on a new connection even when it may have executed.' },
+  cache: { kind: 'boolean', defaultDoc: 'true when the pool has `cache`', doc: '`false`: this call bypasses the client-side cache (it neither reads nor fills it).' },
+  durability: CALL_DURABILITY_GROUP,
+});
+
 /** Validates per-call options. */
 export function checkCallOptions(o: CallOptions): void {
-  checkObject('with(options)', o);
-  checkKnown('with', o, ['signal', 'timeout', 'returnBuffers', 'idempotent', 'cache', 'durability']);
-  checkBoolean('with.cache', o.cache);
-  checkNumber('with.timeout', o.timeout, { max: MAX_TIMER });
-  checkBoolean('with.returnBuffers', o.returnBuffers);
-  checkBoolean('with.idempotent', o.idempotent);
-  checkDurability('with.durability', o.durability, true);
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new TypeError('Option with.signal must be an AbortSignal.');
+  checkOptions(CALL_OPTIONS, o, 'with', 'with(options)');
 }
 
 /** Milliseconds left before `deadline` (Infinity when there is none). */

@@ -1,8 +1,7 @@
-import { MAX_TIMER } from '../connection/options.js';
-import { checkBoolean, checkNumber } from '../options.js';
-import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './options.js';
-import type { CacheOptions } from '../cache/options.js';
-import { DurabilityCounters, resolveDurability, type Durability, type DurabilityOptions } from './durability.js';
+import { checkFields, defineOptions, MAX_TIMER, optionNames, withDefaults } from '../options.js';
+import { POOL_GROUP, type PoolOptions, type ResolvedPoolOptions } from './options.js';
+import { CACHE_GROUP, type CacheOptions } from '../cache/options.js';
+import { DURABILITY_GROUP, DurabilityCounters, type Durability, type DurabilityOptions } from './durability.js';
 
 /** Options of every mode besides the connection options. */
 export interface CommonOptions {
@@ -52,21 +51,35 @@ export interface ResolvedCommonOptions {
   durabilityCounters: DurabilityCounters;
 }
 
+/** One entry per option every mode shares besides the connection's. */
+export const COMMON_OPTIONS = defineOptions<CommonOptions>()({
+  closeTimeout: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 5000, doc: 'How long `close()` lets in-flight commands and leases finish before destroying connections.' },
+  offlineQueue: { kind: 'boolean', default: true, doc: '`false`: while a node is known to be unreachable (its last connection attempt failed), calls for it reject at once with `NodeUnreachableError` instead of waiting within their deadline; reconnecting goes on in the background.' },
+  keyPrefix: { kind: 'string', allowEmpty: true, defaultDoc: 'none', doc: 'Prepended to every key argument, at the key positions of the command table (a prefixed key routes to the slot of its prefixed name); `scanIterator` scans only the prefix\'s keys and yields them without it. Not applied to channels, KEYS/SCAN patterns, unknown (module) commands or replies.' },
+  durability: DURABILITY_GROUP,
+  pool: POOL_GROUP,
+  cache: CACHE_GROUP,
+});
+
 /** @internal Option names of {@link CommonOptions}. */
-export const COMMON_OPTION_NAMES = ['pool', 'closeTimeout', 'offlineQueue', 'cache', 'durability', 'keyPrefix'] as const;
+export const COMMON_OPTION_NAMES = optionNames(COMMON_OPTIONS);
 
 /** @internal Validates and splits the options shared by all modes. */
 export function resolveCommon(o: CommonOptions): ResolvedCommonOptions {
-  checkNumber('closeTimeout', o.closeTimeout, { max: MAX_TIMER });
-  checkBoolean('offlineQueue', o.offlineQueue);
-  if (o.keyPrefix !== undefined && typeof o.keyPrefix !== 'string') throw new TypeError(`Option keyPrefix must be a string (got ${o.keyPrefix === null ? 'null' : typeof o.keyPrefix}).`);
+  checkFields(COMMON_OPTIONS, o);
+  return commonFrom(o);
+}
+
+/** @internal The shared options from checked ones (the cache is the mode's: it needs the protocol). */
+export function commonFrom(o: CommonOptions): ResolvedCommonOptions {
+  const d = withDefaults(COMMON_OPTIONS, o);
   const durabilityCounters = new DurabilityCounters();
   return {
-    pool: resolvePoolOptions(o.pool),
-    closeTimeout: o.closeTimeout ?? 5000,
-    offlineQueue: o.offlineQueue ?? true,
-    durability: resolveDurability(o.durability, durabilityCounters),
+    pool: d.pool,
+    closeTimeout: d.closeTimeout,
+    offlineQueue: d.offlineQueue,
+    durability: d.durability && { ...d.durability, stats: durabilityCounters },
     durabilityCounters,
-    keyPrefix: o.keyPrefix ?? '',
+    keyPrefix: d.keyPrefix ?? '',
   };
 }

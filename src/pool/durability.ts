@@ -5,8 +5,7 @@
  */
 import { CommandRegistry, type CommandInfo } from '../commands/command-table.js';
 import { DurabilityCounters, type Durability } from '../connection/durability.js';
-import { MAX_TIMER } from '../connection/options.js';
-import { checkKnown, checkNumber } from '../options.js';
+import { checkOption, defineOptions, MAX_TIMER, type GroupSpec } from '../options.js';
 import type { Arg } from '../types.js';
 
 /**
@@ -23,27 +22,32 @@ export interface DurabilityOptions {
 /** The most replicas one may ask for: more than any deployment has, far below what WAIT accepts. */
 const MAX_REPLICAS = 1000;
 
+/** `durability: { replicas, timeout }` as one option: off unless given. */
+export const DURABILITY_GROUP = {
+  kind: 'group',
+  doc: 'Durable acknowledgements: a write resolves only once `replicas` replicas confirmed it (one `WAIT` per flush of writes on a connection), else `DurabilityError` (applied on the master, not confirmed, never re-sent).',
+  defaultDoc: 'off',
+  optional: true,
+  fields: defineOptions<DurabilityOptions>()({
+    replicas: { kind: 'integer', min: 1, max: MAX_REPLICAS, required: 'how many replicas must confirm a write', doc: 'Replicas that must have the write before it resolves.' },
+    timeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, required: 'how long (ms) the master waits for the replicas', doc: 'Longest the master waits for them (within the call\'s own deadline).' },
+  }),
+} as const satisfies GroupSpec<DurabilityOptions>;
+
+/** Per call, `false` also turns the pool's `durability` off. */
+export const CALL_DURABILITY_GROUP = {
+  ...DURABILITY_GROUP,
+  doc: 'This call\'s writes resolve only once `replicas` replicas confirmed them (as the pool option `durability`); `false` turns the pool\'s `durability` off for this call.',
+  defaultDoc: 'the pool\'s',
+  orFalse: true,
+} as const satisfies GroupSpec<DurabilityOptions>;
+
 /**
  * Validates a `durability` option (TypeError naming it). `allowFalse`: per call,
  * `with({ durability: false })` turns it off for that call.
  */
 export function checkDurability(name: string, value: unknown, allowFalse: boolean): void {
-  if (value === undefined || (allowFalse && value === false)) return;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new TypeError(`Option ${name} must be an object { replicas, timeout }${allowFalse ? ' or false' : ''} (got ${value === null ? 'null' : typeof value}).`);
-  }
-  checkKnown(name, value, ['replicas', 'timeout']);
-  const v = value as Partial<DurabilityOptions>;
-  if (v.replicas === undefined) throw new TypeError(`Option ${name}.replicas is required: how many replicas must confirm a write.`);
-  if (v.timeout === undefined) throw new TypeError(`Option ${name}.timeout is required: how long (ms) the master waits for the replicas.`);
-  checkNumber(`${name}.replicas`, v.replicas, { min: 1, max: MAX_REPLICAS });
-  checkNumber(`${name}.timeout`, v.timeout, { min: 1, max: MAX_TIMER });
-}
-
-/** A validated pool-wide option, counted in `counters`; undefined when off. */
-export function resolveDurability(value: DurabilityOptions | undefined, counters: DurabilityCounters): Durability | undefined {
-  checkDurability('durability', value, false);
-  return value === undefined ? undefined : { replicas: value.replicas, timeout: value.timeout, stats: counters };
+  checkOption(allowFalse ? CALL_DURABILITY_GROUP : DURABILITY_GROUP, value, name);
 }
 
 /**

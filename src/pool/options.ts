@@ -1,5 +1,4 @@
-import { MAX_TIMER } from '../connection/options.js';
-import { checkBoolean, checkKnown, checkNumber, checkObject } from '../options.js';
+import { backoffSpec, checkOption, defineOptions, MAX_TIMER, withDefaults, type GroupSpec, type Resolved } from '../options.js';
 import type { BackoffOptions } from './backoff.js';
 
 /** Pool sizing and behaviour. Time values are in milliseconds. */
@@ -22,59 +21,33 @@ export interface PoolOptions {
   reconnect?: Partial<BackoffOptions>;
 }
 
-export interface ResolvedPoolOptions {
-  min: number;
-  max: number;
-  acquireTimeoutMillis: number;
-  idleTimeoutMillis: number;
-  evictionRunIntervalMillis: number;
-  testOnBorrow: boolean;
-  lanes: number;
-  reconnect: BackoffOptions;
-}
+/** One entry per pool option: its check, default and line of the reference page. */
+export const POOL_OPTIONS = defineOptions<PoolOptions>()({
+  lanes: { kind: 'integer', min: 1, max: 64, default: 1, doc: 'Multiplexed connections behind `call()` (automatic pipelining).' },
+  min: { kind: 'integer', default: 0, doc: 'Exclusive connections kept open (for `use()`, `multi()`, blocking commands); at most `max`.' },
+  max: { kind: 'integer', min: 1, default: 10, doc: 'Most exclusive connections.' },
+  acquireTimeoutMillis: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 5000, doc: 'How long `use()` / `multi()` wait for a free exclusive connection before failing.' },
+  idleTimeoutMillis: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 30000, doc: 'An idle exclusive connection older than this is closed by the evictor.' },
+  evictionRunIntervalMillis: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 10000, doc: 'How often the evictor runs; 0 disables it.' },
+  testOnBorrow: { kind: 'boolean', default: false, doc: 'PING a connection before lending it (state and generation checks always run).' },
+  reconnect: backoffSpec('Backoff (full jitter) between failed connection attempts to a node.', 50, 2000),
+});
 
-export const POOL_DEFAULTS: ResolvedPoolOptions = {
-  min: 0,
-  max: 10,
-  acquireTimeoutMillis: 5000,
-  idleTimeoutMillis: 30000,
-  evictionRunIntervalMillis: 10000,
-  testOnBorrow: false,
-  lanes: 1,
-  reconnect: { initialDelay: 50, maxDelay: 2000 },
-};
+/** `pool: { … }` as one option of a mode, with the rule across its fields. */
+export const POOL_GROUP = {
+  kind: 'group',
+  doc: 'The exclusive pool (leases, `multi()`, blocking commands) and the lanes behind `call()`.',
+  fields: POOL_OPTIONS,
+  check(p: { min: number; max: number }, name: string) {
+    if (p.min > p.max) throw new TypeError(`Option ${name}.min (${p.min}) must not exceed ${name}.max (${p.max}).`);
+  },
+} as const satisfies GroupSpec<PoolOptions>;
 
-const KNOWN = ['min', 'max', 'acquireTimeoutMillis', 'idleTimeoutMillis', 'evictionRunIntervalMillis', 'testOnBorrow', 'lanes', 'reconnect'];
+/** Pool options with every default applied. */
+export type ResolvedPoolOptions = Resolved<PoolOptions, typeof POOL_OPTIONS>;
 
 /** Validates `pool` options (TypeError naming the option) and applies defaults. */
 export function resolvePoolOptions(o: PoolOptions | undefined): ResolvedPoolOptions {
-  checkObject('pool', o);
-  checkKnown('pool', o, KNOWN);
-  o ??= {};
-  checkNumber('pool.min', o.min);
-  checkNumber('pool.max', o.max, { min: 1 });
-  checkNumber('pool.acquireTimeoutMillis', o.acquireTimeoutMillis, { min: 1, max: MAX_TIMER });
-  checkNumber('pool.idleTimeoutMillis', o.idleTimeoutMillis, { max: MAX_TIMER });
-  checkNumber('pool.evictionRunIntervalMillis', o.evictionRunIntervalMillis, { max: MAX_TIMER });
-  checkBoolean('pool.testOnBorrow', o.testOnBorrow);
-  checkNumber('pool.lanes', o.lanes, { min: 1, max: 64 });
-  checkObject('pool.reconnect', o.reconnect);
-  checkKnown('pool.reconnect', o.reconnect, ['initialDelay', 'maxDelay']);
-  checkNumber('pool.reconnect.initialDelay', o.reconnect?.initialDelay, { min: 1, max: MAX_TIMER });
-  checkNumber('pool.reconnect.maxDelay', o.reconnect?.maxDelay, { min: 1, max: MAX_TIMER });
-  const r: ResolvedPoolOptions = {
-    min: o.min ?? POOL_DEFAULTS.min,
-    max: o.max ?? POOL_DEFAULTS.max,
-    acquireTimeoutMillis: o.acquireTimeoutMillis ?? POOL_DEFAULTS.acquireTimeoutMillis,
-    idleTimeoutMillis: o.idleTimeoutMillis ?? POOL_DEFAULTS.idleTimeoutMillis,
-    evictionRunIntervalMillis: o.evictionRunIntervalMillis ?? POOL_DEFAULTS.evictionRunIntervalMillis,
-    testOnBorrow: o.testOnBorrow ?? POOL_DEFAULTS.testOnBorrow,
-    lanes: o.lanes ?? POOL_DEFAULTS.lanes,
-    reconnect: { ...POOL_DEFAULTS.reconnect, ...o.reconnect },
-  };
-  if (r.min > r.max) throw new TypeError(`Option pool.min (${r.min}) must not exceed pool.max (${r.max}).`);
-  if (r.reconnect.initialDelay > r.reconnect.maxDelay) {
-    throw new TypeError(`Option pool.reconnect.initialDelay (${r.reconnect.initialDelay}) must not exceed pool.reconnect.maxDelay (${r.reconnect.maxDelay}).`);
-  }
-  return r;
+  checkOption(POOL_GROUP, o, 'pool');
+  return withDefaults(POOL_OPTIONS, o);
 }

@@ -1,15 +1,15 @@
 import { parseAddress } from '../address.js';
 import { Auth } from '../connection/credentials.js';
-import { checkTlsOptions, CONNECTION_OPTION_NAMES, MAX_TIMER, resolveConnectionOptions, resolveTls, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
-import { checkBoolean, checkKnown, checkNumber, checkObject, checkOneOf, checkString } from '../options.js';
+import { checkTlsOptions, CONNECTION_OPTIONS, connectionFrom, resolveTls, type ConnectionOptions, type ResolvedConnectionOptions } from '../connection/options.js';
+import { backoffSpec, checkOptions, defineOptions, MAX_TIMER, withDefaults } from '../options.js';
 import type { BackoffOptions } from '../pool/backoff.js';
-import { COMMON_OPTION_NAMES, resolveCommon, type CommonOptions, type ResolvedCommonOptions } from '../pool/common-options.js';
-import { resolveNatMap, type NatMap } from '../nat-map.js';
+import { COMMON_OPTIONS, commonFrom, type CommonOptions, type ResolvedCommonOptions } from '../pool/common-options.js';
+import { NAT_MAP_SPEC, resolveNatMap, type NatMap } from '../nat-map.js';
 import type { Address, NodeAddress } from '../types.js';
 
 export type { NatMap } from '../nat-map.js';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import { resolveCacheOptions, type ResolvedCacheOptions } from '../cache/options.js';
+import { cacheFrom, type ResolvedCacheOptions } from '../cache/options.js';
 import { AZ_READ_FROM, checkAzOptions, type AzReadFrom } from '../pool/read-from.js';
 
 /** Options of {@link SentinelPool.create}. Time values are in milliseconds. */
@@ -113,10 +113,37 @@ export interface ResolvedSentinelOptions extends ResolvedCommonOptions {
   natMap: (a: NodeAddress) => NodeAddress;
 }
 
-const KNOWN = [
-  ...CONNECTION_OPTION_NAMES, ...COMMON_OPTION_NAMES, 'role', 'replicaFallback', 'readFrom', 'clientAz', 'sentinelUsername', 'sentinelPassword', 'sentinelTls', 'sentinelTimeout',
-  'resubscribe', 'pollInterval', 'sentinelPollInterval', 'maxQueued', 'queueTimeout', 'fenceTimeout', 'promotionCheckInterval', 'discoveryTimeout', 'watchReplicas', 'natMap',
-];
+/** The options only a Sentinel pool has. */
+export type SentinelOwnOptions = Omit<SentinelOptions, keyof ConnectionOptions | keyof CommonOptions>;
+
+/** One entry per Sentinel option: its check, default and line of the reference page. */
+export const SENTINEL_OWN_OPTIONS = defineOptions<SentinelOwnOptions>()({
+  role: { kind: 'oneOf', values: ['master', 'replica'], default: 'master', doc: '`replica` serves commands from healthy replicas (replica reads).' },
+  replicaFallback: { kind: 'oneOf', values: ['master', 'error'], default: 'master', doc: 'With `role: \'replica\'` and no healthy replica: `master` serves from the master (an `error` event says so once per outage); `error` rejects at once with a `ConnectionError` (not sent).' },
+  readFrom: { kind: 'oneOf', values: AZ_READ_FROM, defaultDoc: 'round robin', doc: 'With `role: \'replica\'`, prefer replicas in `clientAz`: `az-affinity` (a healthy replica in the zone, else any healthy replica, else the master) or `az-affinity-replicas-and-primary` (a replica in the zone, else the master if it is in the zone, else any replica, else the master).' },
+  clientAz: {
+    kind: 'custom', type: 'string', doc: 'The availability zone this client runs in (e.g. `use1-az1`); required by, and only allowed with, a zone-aware `readFrom`.',
+    // The zone's own rule; the combinations with readFrom are checked after the table.
+    validate: (v) => checkAzOptions(AZ_READ_FROM[0], v, 'SentinelPool'),
+  },
+  sentinelUsername: { kind: 'string', doc: 'ACL user of the sentinels, separate from the data nodes\' `username`. Credentials in a sentinel URL are the sentinels\' own (the options win). With neither this nor `sentinelPassword` but `credentials`, the provider is asked with role `sentinel`.' },
+  sentinelPassword: { kind: 'string', allowEmpty: true, doc: 'Password of the sentinels, separate from the data nodes\' `password`.' },
+  sentinelTls: { kind: 'custom', type: '`true` or tls.connect options', defaultDoc: 'off', doc: 'TLS of the sentinel connections, as `tls`; a sentinel given as a `rediss://` URL turns it on.', validate: (v, name) => checkTlsOptions(name, v) },
+  sentinelTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 500, doc: 'Timeout of each sentinel request and of each ROLE check.' },
+  resubscribe: backoffSpec('Backoff of a subscriber loop that lost its sentinel: a refused connection is retried every `initialDelay` (jittered) without growing; other failures back off up to `maxDelay`.', 100, 5000),
+  pollInterval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 10000, doc: 'Periodic re-check of the master through the sentinels and ROLE; 0 disables.' },
+  sentinelPollInterval: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 100, doc: 'How often a sentinel that refuses SUBSCRIBE is polled instead (short, so the write fence engages before the promotion).' },
+  maxQueued: { kind: 'integer', default: 10000, doc: 'Commands that may wait while the master is switched; more are refused with `QueueFullError`.' },
+  queueTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 5000, doc: 'Longest a command waits for a switch (within its own deadline). When no sentinel can be reached, the pool goes on with the last verified master as soon as it answers ROLE master.' },
+  fenceTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 15000, doc: 'Longest writes are held after a sentinel announced a failover that has not completed (released sooner when it aborts or the other sentinels report its leader down).' },
+  promotionCheckInterval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 25, doc: 'During a failover of our master, how often the replica the leader selected is asked for its ROLE, so the pool switches the moment it is promoted; 0 waits for `+promoted-slave` / `+switch-master`.' },
+  discoveryTimeout: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 10000, doc: 'How long `create()` keeps retrying when the sentinels name a node that is not (yet) a master.' },
+  watchReplicas: { kind: 'boolean', default: true, doc: 'Keep one idle connection to each replica (master role), so the pool hears a promotion the moment it happens even when it lost the sentinel leading the failover (Sentinel kills the promoted replica\'s client connections). One connection per replica.' },
+  natMap: NAT_MAP_SPEC,
+});
+
+/** Every option of a Sentinel pool. */
+export const SENTINEL_OPTIONS = defineOptions<SentinelOptions>()({ ...CONNECTION_OPTIONS, ...COMMON_OPTIONS, ...SENTINEL_OWN_OPTIONS });
 
 /** Validates everything (TypeError naming the argument or option) and applies defaults. */
 export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, o: SentinelOptions): ResolvedSentinelOptions {
@@ -130,38 +157,15 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   const list = parsed.map((p) => ({ host: p.host, port: p.port }));
   // A sentinel URL's scheme and credentials are the sentinels' own (rediss:// turns sentinelTls on).
   const fromUrl = parsed.find((p) => p.username !== undefined || p.password !== undefined || p.tls !== undefined);
-  checkObject('options', o);
-  checkKnown('', o, KNOWN);
-  checkOneOf('role', o.role, ['master', 'replica']);
-  checkOneOf('replicaFallback', o.replicaFallback, ['master', 'error']);
-  checkOneOf('readFrom', o.readFrom, AZ_READ_FROM);
+  checkOptions(SENTINEL_OPTIONS, o);
   if (o.readFrom !== undefined && o.role !== 'replica') {
     throw new TypeError(`Option readFrom: '${o.readFrom}' of SentinelPool needs role: 'replica' (role is ${o.role === undefined ? "'master' by default" : `'${o.role}'`}): with role 'master' every command goes to the master.`);
   }
   checkAzOptions(o.readFrom, o.clientAz, 'SentinelPool');
-  checkString('sentinelUsername', o.sentinelUsername);
-  checkString('sentinelPassword', o.sentinelPassword, true);
-  checkTlsOptions('sentinelTls', o.sentinelTls);
-  checkNumber('sentinelTimeout', o.sentinelTimeout, { min: 1, max: MAX_TIMER });
-  checkObject('resubscribe', o.resubscribe);
-  checkKnown('resubscribe', o.resubscribe, ['initialDelay', 'maxDelay']);
-  checkNumber('resubscribe.initialDelay', o.resubscribe?.initialDelay, { min: 1, max: MAX_TIMER });
-  checkNumber('resubscribe.maxDelay', o.resubscribe?.maxDelay, { min: 1, max: MAX_TIMER });
-  checkNumber('pollInterval', o.pollInterval, { max: MAX_TIMER });
-  checkNumber('sentinelPollInterval', o.sentinelPollInterval, { min: 1, max: MAX_TIMER });
-  checkNumber('maxQueued', o.maxQueued);
-  checkNumber('queueTimeout', o.queueTimeout, { min: 1, max: MAX_TIMER });
-  checkNumber('fenceTimeout', o.fenceTimeout, { min: 1, max: MAX_TIMER });
-  checkNumber('discoveryTimeout', o.discoveryTimeout, { max: MAX_TIMER });
-  checkNumber('promotionCheckInterval', o.promotionCheckInterval, { max: MAX_TIMER });
-  checkBoolean('watchReplicas', o.watchReplicas);
-  checkBoolean('sentinelTls', typeof o.sentinelTls === 'boolean' ? o.sentinelTls : undefined);
-  const data = resolveConnectionOptions(o);
-  if ((o.resubscribe?.initialDelay ?? 100) > (o.resubscribe?.maxDelay ?? 5000)) {
-    throw new TypeError('Option resubscribe.initialDelay must not exceed resubscribe.maxDelay.');
-  }
-  const sentinelTimeout = o.sentinelTimeout ?? 500;
-  const common = resolveCommon(o);
+  const data = connectionFrom(o);
+  const common = commonFrom(o);
+  const own = withDefaults(SENTINEL_OWN_OPTIONS, o);
+  const sentinelTimeout = own.sentinelTimeout;
   const sentinelTls = resolveTls(o.sentinelTls ?? fromUrl?.tls);
   const sentinelUsername = o.sentinelUsername ?? (o.sentinelPassword === undefined ? fromUrl?.username : undefined);
   const sentinelPassword = o.sentinelPassword ?? (o.sentinelUsername === undefined ? fromUrl?.password : undefined);
@@ -169,12 +173,13 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
   // A provider (if any) serves the sentinels too unless they have static credentials of their own.
   const sentinelAuth = !staticSentinelAuth && data.auth.dynamic ? data.auth : Auth.of(sentinelUsername, sentinelPassword);
   return {
+    ...common,
     masterName,
     sentinels: list,
-    role: o.role ?? 'master',
-    replicaFallback: o.replicaFallback ?? 'master',
-    readFrom: o.readFrom,
-    clientAz: o.clientAz ?? '',
+    role: own.role,
+    replicaFallback: own.replicaFallback,
+    readFrom: own.readFrom,
+    clientAz: own.clientAz ?? '',
     data,
     probe: { ...data, connectTimeout: sentinelTimeout, commandTimeout: sentinelTimeout, clientName: undefined },
     sentinel: {
@@ -183,22 +188,16 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
       // A subscriber loop waits in silence: only a heartbeat finds a sentinel that vanished without a RST.
       pingInterval: data.pingInterval, keepAlive: data.keepAlive, maxPending: data.maxPending, maxPendingBytes: data.maxPendingBytes,
     },
-    pool: common.pool,
-    closeTimeout: common.closeTimeout,
-    offlineQueue: common.offlineQueue,
-    keyPrefix: common.keyPrefix,
-    cache: resolveCacheOptions(o.cache, data.protocol),
-    durability: common.durability,
-    durabilityCounters: common.durabilityCounters,
-    resubscribe: { initialDelay: o.resubscribe?.initialDelay ?? 100, maxDelay: o.resubscribe?.maxDelay ?? 5000 },
-    pollInterval: o.pollInterval ?? 10000,
-    sentinelPollInterval: o.sentinelPollInterval ?? 100,
-    maxQueued: o.maxQueued ?? 10000,
-    queueTimeout: o.queueTimeout ?? 5000,
-    fenceTimeout: o.fenceTimeout ?? 15000,
-    promotionCheckInterval: o.promotionCheckInterval ?? 25,
-    discoveryTimeout: o.discoveryTimeout ?? 10000,
-    watchReplicas: o.watchReplicas ?? true,
+    cache: cacheFrom(o.cache, data.protocol),
+    resubscribe: own.resubscribe,
+    pollInterval: own.pollInterval,
+    sentinelPollInterval: own.sentinelPollInterval,
+    maxQueued: own.maxQueued,
+    queueTimeout: own.queueTimeout,
+    fenceTimeout: own.fenceTimeout,
+    promotionCheckInterval: own.promotionCheckInterval,
+    discoveryTimeout: own.discoveryTimeout,
+    watchReplicas: own.watchReplicas,
     natMap: resolveNatMap(o.natMap),
   };
 }
