@@ -250,6 +250,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     node.on('connect', (i) => this.emit('connect', { address: i.address, connectionId: i.connectionId }));
     node.on('close', (i) => this.emit('close', { address: i.address, connectionId: i.connectionId, error: i.error }));
     node.on('error', (e) => this.emit('error', e));
+    node.on('maintenance', (e) => this.emit('maintenance', e));
     return node;
   }
 

@@ -42,6 +42,8 @@ describe('SentinelPool', () => {
     const diag: MaintenanceDiagnostic[] = [];
     const onDiag = (m: unknown) => void diag.push(m as MaintenanceDiagnostic);
     dc.subscribe(DIAGNOSTICS_CHANNELS.maintenance, onDiag);
+    const events: Array<{ kind: string; seq: number }> = [];
+    pool.on('maintenance', (e) => events.push({ kind: e.kind, seq: e.seq }));
     try {
       expect(pool.master()).toEqual(proxy.address);
       await pool.set('maint:sentinel', '1');
@@ -60,6 +62,9 @@ describe('SentinelPool', () => {
       expect(pool.stats().maintenance).toMatchObject({ ignored: copies, relaxedNow: 0, handoffs: 0, slotMapUpdates: 0 });
       expect(diag.filter((d) => d.kind === 'MIGRATING').every((d) => d.mode === 'sentinel' && d.seq === 1)).toBe(true);
       expect(diag.map((d) => d.kind)).toContain('MIGRATED');
+      // The pool's own event says the same as the channel.
+      expect(events.filter((e) => e.kind === 'MIGRATING').every((e) => e.seq === 1)).toBe(true);
+      expect(events.map((e) => e.kind)).toEqual(expect.arrayContaining(['MIGRATING', 'MIGRATED']));
       // The server still sleeps on the last DEBUG for a moment.
       await waitFor(async () => (await pool.get('maint:sentinel')) === '1', 'the key through the pool');
     } finally {
