@@ -84,21 +84,29 @@ async function movedForever(delayMs = 0): Promise<FakeServer> {
 
 describe('ClusterPool: scripted faults', () => {
   it('gives MaxRedirectionsError listing every attempt, with the last error as cause', async () => {
-    const fake = await movedForever();
+    // Each MOVED comes DELAY ms after its command: attempt i cannot end before i + 1 such waits.
+    const DELAY = 10;
+    const fake = await movedForever(DELAY);
     const pool = await ClusterPool.create([`127.0.0.1:${fake.port}`], { maxRedirections: 5, refresh: { interval: 0 } });
     try {
       // COMMAND was denied: the built-in table routes commands.
       expect(pool.stats().liveCommandTable).toBe(false);
+      const t0 = Date.now();
       const err = (await pool.get('some-key').catch((e: unknown) => e)) as MaxRedirectionsError;
+      const total = Date.now() - t0;
       expect(err).toBeInstanceOf(MaxRedirectionsError);
       expect(err.attempts).toHaveLength(6);
-      for (const a of err.attempts) {
+      err.attempts.forEach((a, i) => {
         expect(a.kind).toBe('moved');
         expect(a.node).toEqual({ host: '127.0.0.1', port: fake.port });
         expect(a.slot).toBe(keySlot('some-key'));
         expect(a.error).toBeInstanceOf(RedisError);
-        expect(a.elapsed).toBeGreaterThanOrEqual(0);
-      }
+        // `elapsed` is the time from the call's start to this attempt's failure (clock ticks are
+        // whole ms, so a DELAY-ms wait can read as DELAY - 1).
+        expect(a.elapsed, `attempt ${i + 1}`).toBeGreaterThanOrEqual((i + 1) * (DELAY - 1));
+        expect(a.elapsed, `attempt ${i + 1}`).toBeLessThanOrEqual(total);
+        if (i > 0) expect(a.elapsed, `attempt ${i + 1}`).toBeGreaterThanOrEqual(err.attempts[i - 1]!.elapsed);
+      });
       expect(err.cause).toBe(err.attempts[5]!.error);
       expect((err.cause as RedisError).code).toBe('MOVED');
       expect(err.message).toMatch(/GET gave up after 6 attempts \(maxRedirections 5\)/);

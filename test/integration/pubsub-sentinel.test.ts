@@ -50,18 +50,21 @@ interface Run {
   log: ReceivedLog;
   publisher: ReturnType<typeof startPublisher>;
   after: number;
+  /** When the fault was started: no subscription was lost before it. */
+  faultAt: number;
 }
 
 /** Subscribes `sub` (on `subscriber`) and publishes through `publisherPool` until `fault` settled and messages flow again. */
 async function runThrough(subscriber: SentinelPool, publisherPool: SentinelPool, channel: string, fault: () => Promise<void>): Promise<Run> {
   const log = new ReceivedLog();
   const sub = await subscriber.subscribe(channel, log.listener);
-  const run: Run = { events: [], log, publisher: startPublisher((m) => publisherPool.publish(channel, m)), after: -1 };
+  const run: Run = { events: [], log, publisher: startPublisher((m) => publisherPool.publish(channel, m)), after: -1, faultAt: 0 };
   sub.on('resubscribed', (e) => {
     run.events.push({ ...e, at: Date.now() });
     if (run.after === -1) run.after = run.publisher.next;
   });
   await waitFor(() => log.seqs.length > 200, 'messages before the fault');
+  run.faultAt = Date.now();
   await fault();
   await waitFor(() => run.events.length >= 1, 'resubscribed', 30_000);
   await waitFor(() => log.seqs.length > 0 && log.seqs.at(-1)! > run.after + 300, 'messages after the resubscribe', 30_000);
@@ -101,7 +104,9 @@ describe('pub/sub through Sentinel failovers', () => {
     expect(to).not.toEqual(from);
     expect(run.events).toHaveLength(1);
     expect(run.events[0]).toMatchObject({ channels: [channel], reason: 'failover' });
+    // The gap lies within the window from the fault to the event (a standalone test in pubsub.test.ts bounds it from below).
     expect(run.events[0]!.gapMs).toBeGreaterThanOrEqual(0);
+    expect(run.events[0]!.gapMs).toBeLessThanOrEqual(run.events[0]!.at - run.faultAt);
     // Moved at the switch, not when the old master is demoted (about 11 s later).
     expect(run.events[0]!.at - switchedAt).toBeLessThan(5000);
     expect(run.log.missingFrom(run.after, run.publisher.acknowledged)).toEqual([]);
@@ -125,6 +130,7 @@ describe('pub/sub through Sentinel failovers', () => {
       `${run.publisher.acknowledged.length} published, ${run.log.seqs.length} received, ${run.publisher.failures} publishes failed`);
     expect(to).not.toEqual(from);
     expect(run.events.length).toBeGreaterThanOrEqual(1);
+    for (const e of run.events) expect(e.gapMs).toBeLessThanOrEqual(e.at - run.faultAt);
     expect(run.log.missingFrom(run.after, run.publisher.acknowledged)).toEqual([]);
     expect(run.log.disorder()).toEqual([]);
     expect(await numsub(to, channel)).toBe(1);

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PoolClosedError, SlowConsumerError, StandalonePool, type Subscription } from '../../src/index.js';
+import { FaultProxy } from '../support/fault-proxy.js';
 import { ReceivedLog, startPublisher } from '../support/pubsub-check.js';
 import { startStandalone, waitFor, type StandaloneTopology } from '../support/topology.js';
 
@@ -140,26 +141,67 @@ describe.each([2, 3] as const)('pub/sub over RESP%i', (protocol) => {
     const ch = `seq-${protocol}`;
     const log = new ReceivedLog();
     const sub = await pool.subscribe(ch, log.listener);
-    const events: Array<{ channels: string[]; reason: string; gapMs: number }> = [];
+    const events: Array<{ channels: string[]; reason: string; gapMs: number; at: number }> = [];
     let after = -1;
     const publisher = startPublisher((m) => pool.publish(ch, m));
     sub.on('resubscribed', (e) => {
-      events.push(e);
+      events.push({ ...e, at: Date.now() });
       after = publisher.next;
     });
     await waitFor(() => log.seqs.length > 100, 'messages before the fault');
+    const killedAt = Date.now();
     await topo.server.cli('CLIENT', 'KILL', 'TYPE', 'pubsub');
     await waitFor(() => events.length === 1, 'resubscribed');
     await waitFor(() => log.seqs.length > 0 && log.seqs.at(-1)! > after + 100, 'messages after the resubscribe');
     await publisher.stop();
     await log.waitComplete(after, publisher.acknowledged);
     expect(events[0]).toMatchObject({ channels: [ch], reason: 'connection-lost' });
+    // The gap lies within the window from the kill to the event (its lower bound: the test below).
     expect(events[0]!.gapMs).toBeGreaterThanOrEqual(0);
+    expect(events[0]!.gapMs).toBeLessThanOrEqual(events[0]!.at - killedAt);
     expect(log.missingFrom(after, publisher.acknowledged)).toEqual([]);
     expect(log.disorder()).toEqual([]);
     expect(await numsub(ch)).toBe(1);
     await sub.close();
     expect(await numsub(ch)).toBe(0);
+  });
+});
+
+describe('the gap a resubscription reports', () => {
+  it('gapMs covers the whole time without a subscription: from the lost connection to the resubscribe', async () => {
+    // Through a proxy that refuses new connections: the subscription stays down until heal().
+    const proxy = await FaultProxy.start(topo.address);
+    const pool = await StandalonePool.create(proxy.address, { pool: { reconnect: { initialDelay: 100, maxDelay: 200 } } });
+    try {
+      const ch = 'gap-ch';
+      const heard: string[] = [];
+      const sub = await pool.subscribe(ch, (m) => heard.push(String(m)));
+      const failures: number[] = [];
+      const events: Array<{ reason: string; gapMs: number; at: number }> = [];
+      sub.on('error', () => failures.push(Date.now()));
+      sub.on('resubscribed', (e) => events.push({ ...e, at: Date.now() }));
+      const cutAt = Date.now();
+      await proxy.refuse('close');
+      proxy.cut();
+      // Each failed resubscribe is reported after the loss; two of them are a backoff apart
+      // (at least a quarter of initialDelay), so the subscription was down at least from the
+      // first report to heal().
+      await waitFor(() => failures.length >= 2, 'two failed resubscribes', 20_000);
+      const firstFailure = failures[0]!;
+      const healedAt = Date.now();
+      await proxy.heal();
+      await waitFor(() => events.length === 1, 'resubscribed', 20_000);
+      expect(events[0]!.reason).toBe('connection-lost');
+      expect(events[0]!.gapMs).toBeGreaterThanOrEqual(healedAt - firstFailure);
+      expect(healedAt - firstFailure).toBeGreaterThan(0);
+      expect(events[0]!.gapMs).toBeLessThanOrEqual(events[0]!.at - cutAt);
+      // And the subscription works again.
+      expect(await pool.publish(ch, 'after')).toBe(1);
+      await waitFor(() => heard.includes('after'), 'a message after the resubscribe');
+    } finally {
+      await pool.close();
+      await proxy.close();
+    }
   });
 });
 
