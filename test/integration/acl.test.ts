@@ -344,8 +344,11 @@ describe('standalone: an application user limited to app:* keys', () => {
       expectNoSecret(err);
     }
     // The same options with the documented grants: fine (and HELLO 3 SETNAME needs none).
-    const ok = await create({ username: 'nosetname', password: APP_PW, clientName: 'x', protocol: 3 });
-    expect(await ok.get('app:k')).toBeDefined();
+    const ok = await create({ username: 'nosetname', password: APP_PW, clientName: 'acl-hello-setname', protocol: 3 });
+    expect(await ok.set('app:grants', 'ok')).toBe('OK');
+    expect(await ok.get('app:grants')).toBe('ok');
+    // The name was set, by HELLO's SETNAME (the user has no client|setname).
+    expect(new Set(await usersOfClients(topo.address, ADMIN_PW, 'acl-hello-setname'))).toEqual(new Set(['nosetname']));
   });
 
   it('a command the user may not run rejects with RedisError NOPERM; the pool keeps its connections and keeps working', async () => {
