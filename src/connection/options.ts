@@ -200,7 +200,7 @@ export function connectionFrom(o: ConnectionOptions, fromUrl: UrlOptions = {}, r
  * is read from the same options object (standalone has none).
  */
 function resolveMaint(o: ConnectionOptions, protocol: 2 | 3, n: (k: string) => string): ResolvedMaint | undefined {
-  const mode = o.maintNotifications ?? 'auto';
+  const mode = o.maintNotifications ?? CONNECTION_DEFAULTS.maintNotifications;
   if (mode === 'enabled' && protocol !== 3) {
     throw new TypeError(`Option ${n('maintNotifications')}: 'enabled' needs ${n('protocol')}: 3 (maintenance notifications are RESP3 push messages); set ${n('protocol')}: 3, or use ${n('maintNotifications')}: 'auto'.`);
   }
@@ -209,7 +209,7 @@ function resolveMaint(o: ConnectionOptions, protocol: 2 | 3, n: (k: string) => s
   return {
     mode,
     endpointType: o.maintEndpointType,
-    relaxedTimeout: o.maintRelaxedTimeout ?? DEFAULT_RELAXED_TIMEOUT,
+    relaxedTimeout: o.maintRelaxedTimeout ?? CONNECTION_DEFAULTS.maintRelaxedTimeout,
     mapAddress: natMap === undefined ? (a) => a : resolveNatMap(natMap),
   };
 }

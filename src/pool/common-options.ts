@@ -55,7 +55,7 @@ export interface ResolvedCommonOptions {
 export const COMMON_OPTIONS = defineOptions<CommonOptions>()({
   closeTimeout: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 5000, doc: 'How long `close()` lets in-flight commands and leases finish before destroying connections.' },
   offlineQueue: { kind: 'boolean', default: true, doc: '`false`: while a node is known to be unreachable (its last connection attempt failed), calls for it reject at once with `NodeUnreachableError` instead of waiting within their deadline; reconnecting goes on in the background.' },
-  keyPrefix: { kind: 'string', allowEmpty: true, defaultDoc: 'none', doc: 'Prepended to every key argument, at the key positions of the command table (a prefixed key routes to the slot of its prefixed name); `scanIterator` scans only the prefix\'s keys and yields them without it. Not applied to channels, KEYS/SCAN patterns, unknown (module) commands or replies.' },
+  keyPrefix: { kind: 'string', allowEmpty: true, default: '', defaultDoc: 'none', doc: 'Prepended to every key argument, at the key positions of the command table (a prefixed key routes to the slot of its prefixed name); `scanIterator` scans only the prefix\'s keys and yields them without it. Not applied to channels, KEYS/SCAN patterns, unknown (module) commands or replies.' },
   durability: DURABILITY_GROUP,
   pool: POOL_GROUP,
   cache: CACHE_GROUP,
@@ -80,6 +80,6 @@ export function commonFrom(o: CommonOptions): ResolvedCommonOptions {
     offlineQueue: d.offlineQueue,
     durability: d.durability && { ...d.durability, stats: durabilityCounters },
     durabilityCounters,
-    keyPrefix: d.keyPrefix ?? '',
+    keyPrefix: d.keyPrefix,
   };
 }
