@@ -54,6 +54,7 @@ describe('oversize replies', () => {
     const p = await pool({ maxReplyBytes: 1024 * 1024 });
     await p.set('big', 'x'.repeat(3 * 1024 * 1024));
     const before = await calls('get');
+    const setsBefore = await calls('set');
     const started = Date.now();
     const [big, other] = await Promise.all([settled(p.get('big')), settled(p.set('after-big', 'v'))]);
     expect(big.ok).toBe(false);
@@ -63,8 +64,13 @@ describe('oversize replies', () => {
     expect(Date.now() - started).toBeLessThan(3000);
     // GET is read-only, yet it is not re-sent: it would get the same reply again.
     expect((await calls('get')) - before).toBe(1);
-    // The command behind it on the same connection was written too: it is either done or told so.
-    if (!other.ok) expect((other.error as Error).name).toBe('UncertainWriteError');
+    // The SET behind it on the same (only) lane was written too, and its reply is lost with the
+    // connection: told so, with the refusal as cause, and not re-sent.
+    expect(other.ok).toBe(false);
+    const otherErr = (other as { error: Error }).error;
+    expect(otherErr.name).toBe('UncertainWriteError');
+    expect(otherErr.cause).toBeInstanceOf(ProtocolError);
+    expect((await calls('set')) - setsBefore).toBe(1);
     expect(await p.set('next', 'v')).toBe('OK');
     expect(await p.get('next')).toBe('v');
   });
