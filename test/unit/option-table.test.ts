@@ -2,17 +2,21 @@
  * The option tables (one entry per option, src/options.ts): for every option of every mode, each
  * kind of bad value is a TypeError naming the option, its default is accepted, unknown names are
  * refused, every backoff refuses initialDelay > maxDelay (the Cluster's retryBackoff did not), and
- * docs/options.md is exactly what the tables render. The compile-time ties between the tables and
+ * docs/options.md is exactly what the tables render, and the TSDoc's "Default …" agrees. The compile-time ties between the tables and
  * the public interfaces are in option-table.types.ts (checked by `npm run typecheck`).
  */
 import { readFileSync } from 'node:fs';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { OPTIONS_PAGE, renderOptionsDoc } from '../../scripts/options-doc.js';
-import { CLUSTER_OPTIONS, resolveClusterOptions } from '../../src/cluster/options.js';
+import { CACHE_OPTIONS } from '../../src/cache/options.js';
+import { CLUSTER_OPTIONS, CLUSTER_OWN_OPTIONS, resolveClusterOptions } from '../../src/cluster/options.js';
+import { CONNECTION_OPTIONS } from '../../src/connection/options.js';
 import type { AnyTable } from '../../src/options.js';
 import { CALL_OPTIONS, checkCallOptions } from '../../src/pool/call-options.js';
-import { resolvePoolOptions } from '../../src/pool/options.js';
-import { resolveSentinelOptions, SENTINEL_OPTIONS } from '../../src/sentinel/options.js';
+import { COMMON_OPTIONS } from '../../src/pool/common-options.js';
+import { POOL_OPTIONS, resolvePoolOptions } from '../../src/pool/options.js';
+import { resolveSentinelOptions, SENTINEL_OPTIONS, SENTINEL_OWN_OPTIONS } from '../../src/sentinel/options.js';
 import { resolveStandaloneOptions, STANDALONE_OPTIONS } from '../../src/standalone-options.js';
 
 type Spec = AnyTable[string];
@@ -156,5 +160,78 @@ describe('docs/options.md', () => {
         expect(page.includes(`| \`${c.name}\` |`), c.name).toBe(true);
       }
     }
+  });
+});
+
+describe('the TSDoc on the public interfaces', () => {
+  // The interfaces keep their TSDoc for users' editors, and many say "Default …": a third text
+  // of the default, so this compares each with the table's. (CallOptions states none the table
+  // holds: its defaults are the pool's.)
+  const INTERFACES: [file: string, name: string, table: AnyTable][] = [
+    ['src/connection/options.ts', 'ConnectionOptions', CONNECTION_OPTIONS],
+    ['src/pool/common-options.ts', 'CommonOptions', COMMON_OPTIONS],
+    ['src/pool/options.ts', 'PoolOptions', POOL_OPTIONS],
+    ['src/cache/options.ts', 'CacheOptions', CACHE_OPTIONS],
+    ['src/sentinel/options.ts', 'SentinelOptions', SENTINEL_OWN_OPTIONS],
+    ['src/cluster/options.ts', 'ClusterOptions', CLUSTER_OWN_OPTIONS],
+  ];
+
+  /** The default a comment states ("Default 5000.", "`'master'` (default)", "(default 200, …"), without backticks. */
+  function statedDefault(comment: string): string | undefined {
+    const text = comment.replace(/\s*\n\s*\*\s*/g, ' ');
+    const m = /\b[Dd]efault (`[^`]+`|[\w'.-]+(?: MiB)?)(?= ms\b|[.,;)]|$)/.exec(text) ?? /(`[^`]+`|'[\w-]+'|\b\d+\b|\btrue\b|\bfalse\b) \(default\)/.exec(text);
+    return m?.[1]!.replaceAll('`', '').replace(/\.$/, '');
+  }
+
+  function tableDefault(spec: Spec): string | undefined {
+    if (spec.kind === 'group') {
+      const f = Object.entries(spec.fields as AnyTable);
+      return f.every(([, s]) => s.kind !== 'group' && s.default !== undefined) ? `{ ${f.map(([k, s]) => `${k}: ${String((s as { default: unknown }).default)}`).join(', ')} }` : undefined;
+    }
+    const d = spec.default;
+    if (typeof d === 'number') return spec.kind === 'integer' && spec.unit === 'bytes' && d % (1024 * 1024) === 0 ? `${d / (1024 * 1024)} MiB` : String(d);
+    if (typeof d === 'string') return `'${d}'`;
+    return d === undefined ? undefined : String(d);
+  }
+
+  /** [option path, comment] of every member of `name` in `file`, the fields of inline object types included. */
+  function members(file: string, name: string): [string, string][] {
+    const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const out: [string, string][] = [];
+    const visit = (node: ts.Node, prefix: string) => {
+      for (const m of (node as ts.InterfaceDeclaration | ts.TypeLiteralNode).members) {
+        if (!ts.isPropertySignature(m)) continue;
+        const key = prefix + m.name.getText(source);
+        const comment = (ts.getLeadingCommentRanges(source.text, m.getFullStart()) ?? []).map((r) => source.text.slice(r.pos, r.end)).join('\n');
+        out.push([key, comment]);
+        if (m.type && ts.isTypeLiteralNode(m.type)) visit(m.type, `${key}.`);
+      }
+    };
+    source.forEachChild((n) => {
+      if (ts.isInterfaceDeclaration(n) && n.name.text === name) visit(n, '');
+    });
+    return out;
+  }
+
+  function specAt(table: AnyTable, path: string): Spec | undefined {
+    const [head, ...rest] = path.split('.');
+    const spec = table[head!];
+    if (!spec || rest.length === 0) return spec;
+    return spec.kind === 'group' ? specAt(spec.fields as AnyTable, rest.join('.')) : undefined;
+  }
+
+  it.each(INTERFACES)('%s: %s states the defaults of the table', (file, name, table) => {
+    const checked: string[] = [];
+    for (const [path, comment] of members(file, name)) {
+      const spec = specAt(table, path);
+      const stated = statedDefault(comment);
+      // A group's comment may speak of its fields' defaults: only its own `{ … }` is compared.
+      if (!spec || stated === undefined || (spec.kind === 'group' && !stated.startsWith('{'))) continue;
+      const expected = tableDefault(spec);
+      if (expected === undefined) continue;
+      expect(stated, `${name}.${path}: the TSDoc says ${stated}, the table ${expected}`).toBe(expected);
+      checked.push(path);
+    }
+    expect(checked.length, `${name}: no TSDoc default was found to compare`).toBeGreaterThan(0);
   });
 });
