@@ -1,20 +1,5 @@
-import { builtinCommands, commandKeys } from '../commands/command-table.js';
+import { keysOf, traitsOf, type CommandTraits } from '../commands/traits.js';
 import type { Arg } from '../types.js';
-
-/**
- * Read-only commands of one key whose reply depends only on the key's value and the
- * arguments: their replies can be kept until the server says the key changed. Left out on
- * purpose: commands that depend on the clock (TTL, PTTL, EXPIRETIME, OBJECT IDLETIME, GETEX,
- * which also writes), random ones (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER, RANDOMKEY), scans
- * (cursors), and anything that writes.
- */
-export const CACHEABLE: ReadonlySet<string> = new Set([
-  'get', 'strlen', 'getrange', 'getbit', 'bitcount', 'bitpos', 'exists', 'type',
-  'hget', 'hmget', 'hgetall', 'hexists', 'hlen', 'hkeys', 'hvals', 'hstrlen',
-  'smembers', 'sismember', 'smismember', 'scard',
-  'zscore', 'zmscore', 'zrange', 'zrangebyscore', 'zrevrange', 'zrevrangebyscore', 'zrangebylex', 'zrevrangebylex', 'zcard', 'zcount', 'zlexcount', 'zrank', 'zrevrank',
-  'lrange', 'lindex', 'llen', 'lpos',
-]);
 
 /** What a command means to the cache. */
 export type CachePlan =
@@ -28,7 +13,6 @@ export type CachePlan =
   | { kind: 'none' };
 
 const NONE: CachePlan = { kind: 'none' };
-const TABLE = builtinCommands();
 const lowerCache = new Map<string, string>();
 
 /** A command name in lower case (memoized: the same few names come by again and again). */
@@ -53,40 +37,43 @@ export function entryId(name: string, args: readonly Arg[]): string {
 }
 
 /**
- * Says what the cache does with a command. Reads are cached only when every argument is a
- * string or a number (a Buffer key is left to the server), and, with `prefixes`, only for
- * keys under one of them.
+ * Says what the cache does with a command, by its traits' `cache` role (worked out where the
+ * call entered; by the built-in table when not given). Reads are cached only when every
+ * argument is a string or a number (a Buffer key is left to the server), and, with `prefixes`,
+ * only for keys under one of them.
  */
-export function cachePlan(args: readonly Arg[], prefixes: readonly string[] | undefined): CachePlan {
-  const raw = args[0];
-  if (typeof raw !== 'string') return NONE;
-  const name = lower(raw);
-  if (CACHEABLE.has(name)) {
-    if (args.length < 2) return NONE;
-    for (let i = 1; i < args.length; i++) {
-      const t = typeof args[i];
-      if (t !== 'string' && t !== 'number') return NONE;
+export function cachePlan(args: readonly Arg[], prefixes: readonly string[] | undefined, t: CommandTraits = traitsOf(args)): CachePlan {
+  if (typeof args[0] !== 'string') return NONE;
+  switch (t.cache) {
+    case undefined:
+      return NONE;
+    case 'read': {
+      if (args.length < 2) return NONE;
+      for (let i = 1; i < args.length; i++) {
+        const a = typeof args[i];
+        if (a !== 'string' && a !== 'number') return NONE;
+      }
+      const key = String(args[1]);
+      if (prefixes !== undefined && !prefixes.some((p) => key.startsWith(p))) return NONE;
+      // EXISTS of several keys counts them: not one key's value.
+      if (t.lower === 'exists' && args.length > 2) return NONE;
+      return { kind: 'read', key, entry: entryId(t.lower, args) };
     }
-    const key = String(args[1]);
-    if (prefixes !== undefined && !prefixes.some((p) => key.startsWith(p))) return NONE;
-    // EXISTS of several keys counts them: not one key's value.
-    if (name === 'exists' && args.length > 2) return NONE;
-    return { kind: 'read', key, entry: entryId(name, args) };
-  }
-  if (name === 'mget') {
-    const keys: string[] = [];
-    for (let i = 1; i < args.length; i++) {
-      const k = args[i];
-      if (typeof k !== 'string') return NONE;
-      if (prefixes !== undefined && !prefixes.some((p) => k.startsWith(p))) return NONE;
-      keys.push(k);
+    case 'mget': {
+      const keys: string[] = [];
+      for (let i = 1; i < args.length; i++) {
+        const k = args[i];
+        if (typeof k !== 'string') return NONE;
+        if (prefixes !== undefined && !prefixes.some((p) => k.startsWith(p))) return NONE;
+        keys.push(k);
+      }
+      return keys.length > 0 ? { kind: 'mget', keys } : NONE;
     }
-    return keys.length > 0 ? { kind: 'mget', keys } : NONE;
+    case 'write': {
+      const keys = keysOf(t, args);
+      return keys.length > 0 ? { kind: 'write', keys } : NONE;
+    }
   }
-  const info = TABLE.get(name);
-  if (info === undefined || info.flags.has('readonly') || info.firstKey === 0 && info.keySpecs === undefined) return NONE;
-  const keys = commandKeys(info, args);
-  return keys.length > 0 ? { kind: 'write', keys } : NONE;
 }
 
 /** Rough heap bytes of a decoded reply, for `maxBytes` (strings count 2 bytes per character). */

@@ -1,5 +1,6 @@
 import type { Connection } from '../connection/connection.js';
 import { RedisError } from '../errors.js';
+import type { CommandTraits } from '../commands/traits.js';
 import type { Arg, Reply } from '../types.js';
 import { cachePlan, copyReply, entryId, lower, replyBytes } from './cacheable.js';
 import type { ResolvedCacheOptions } from './options.js';
@@ -90,11 +91,12 @@ export class ClientCache {
    * something invalidated it meanwhile (identical reads in flight share one request). A write
    * drops its keys' entries before it is sent and returns undefined, as does any command the
    * cache has nothing to do with: the caller sends those itself. `waited`: this call already
-   * waited a turn, and is served now whatever the budget.
+   * waited a turn, and is served now whatever the budget. `traits`: the command's, when the
+   * caller has them (else they are looked up).
    */
-  run(args: readonly Arg[], send: () => Promise<Reply>, waited = false): Reply | typeof YIELD | Promise<Reply> | undefined {
+  run(args: readonly Arg[], send: () => Promise<Reply>, waited = false, traits?: CommandTraits): Reply | typeof YIELD | Promise<Reply> | undefined {
     // The hit of a two-part read is {@link hit}'s; callers try it first, so this path plans.
-    const plan = cachePlan(args, this.o.prefixes);
+    const plan = cachePlan(args, this.o.prefixes, traits);
     let e: Entry | undefined;
     switch (plan.kind) {
       case 'none':
@@ -128,8 +130,8 @@ export class ClientCache {
    * with `cache: false`): if it writes, its keys' entries go now, so the caller reads its own
    * write afterwards even before the server's invalidation arrives.
    */
-  noteWrite(args: readonly Arg[]): void {
-    const plan = cachePlan(args, this.o.prefixes);
+  noteWrite(args: readonly Arg[], traits?: CommandTraits): void {
+    const plan = cachePlan(args, this.o.prefixes, traits);
     if (plan.kind === 'write') for (const k of plan.keys) this.invalidateKey(String(k));
   }
 

@@ -1,4 +1,5 @@
 import type { CommandInfo } from '../commands/command-table.js';
+import { classifierFor, type CommandClassifier } from '../commands/traits.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import type { Durability, DurabilityCounters } from '../pool/durability.js';
 import { resolveCall, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/surface.js';
@@ -6,7 +7,7 @@ import type { CallOptions } from '../pool/call-options.js';
 import { HELPERS, type ScanOptions } from '../commands/helpers.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import { prefixedScan } from '../commands/scan-iterators.js';
-import { withinDeadline } from '../pool/lane-dispatcher.js';
+import { withinDeadline } from '../retry.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import type { ClusterHost } from './cluster-host.js';
 import { runPipeline } from './cluster-pipeline.js';
@@ -42,6 +43,8 @@ export class ClusterDispatcher implements Dispatcher {
   /** Writes go to masters only; each node's lane flush gets its own WAIT. */
   readonly durability: Durability | undefined;
   readonly durabilityCounters: DurabilityCounters;
+  /** Traits by the cluster's own table (the servers' `COMMAND` once loaded). */
+  readonly classifier: CommandClassifier;
   private readonly router: Router;
   private readonly runner: FlightRunner;
 
@@ -49,6 +52,7 @@ export class ClusterDispatcher implements Dispatcher {
     this.commandTimeout = h.o.data.commandTimeout;
     this.durability = h.o.durability;
     this.durabilityCounters = h.o.durabilityCounters;
+    this.classifier = classifierFor(h.registry);
     const zones = h.zones;
     this.router = new Router(h.registry, h.o, () => h.topology.map, zones && {
       zones,
@@ -66,7 +70,7 @@ export class ClusterDispatcher implements Dispatcher {
   }
 
   async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
-    const r = this.router.route(args);
+    const r = this.router.route(args, call.traits);
     if (r.slot === undefined) {
       const refusal = keylessRefusal(r);
       if (refusal) throw refusal;
@@ -120,7 +124,7 @@ export class ClusterDispatcher implements Dispatcher {
    * any command does: those replies prove it did not run. Its keys must share one slot.
    */
   runBlocking(args: Arg[], call: ResolvedCall): Promise<Reply> {
-    const r = this.router.route(args);
+    const r = this.router.route(args, call.traits);
     const plan = this.router.multiSlot(args, r);
     // Never split: a BLPOP over several nodes would pop twice.
     if (plan.action === 'refuse') return Promise.reject(plan.error);

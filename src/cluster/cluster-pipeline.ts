@@ -2,10 +2,10 @@ import type { Connection } from '../connection/connection.js';
 import { sendTraced } from '../diagnostics.js';
 import { TimeoutError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
-import { withinDeadline } from '../pool/lane-dispatcher.js';
+import { pastDeadline, withinDeadline } from '../retry.js';
 import { batchSendOptions, type BatchResult } from '../pool/surface.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
-import { giveUpError, newFlight, pastDeadline, retryDelay, takeRedirect, type Flight } from './flight.js';
+import { giveUpError, newFlight, retryDelay, takeRedirect, type Flight } from './flight.js';
 import { sendAsking, type FlightRunner } from './flight-runner.js';
 import { Rerouted } from './map-waits.js';
 import { mergeSplit, type SplitPart } from './plan.js';
@@ -32,8 +32,9 @@ export async function runPipeline(runner: FlightRunner, cmds: Arg[][], call: Res
   // Flights are what is sent: one per entry, or one per part of a split entry, in entry order.
   const flights: Flight[] = [];
   const entries: Entry[] = [];
-  for (const args of cmds) {
-    const r = runner.router.route(args);
+  for (let i = 0; i < cmds.length; i++) {
+    const args = cmds[i]!;
+    const r = runner.router.route(args, call.batch?.[i]);
     const plan = runner.router.multiSlot(args, r);
     if (plan.action === 'refuse') {
       entries.push({ error: plan.error });
@@ -170,7 +171,7 @@ async function sendGroup(runner: FlightRunner, address: NodeAddress, group: Flig
   return Promise.all(
     group.map((f) => {
       if (f.asking) sendAsking(conn, optsFor(undefined));
-      return settle(sendTraced(conn, f.args, optsFor(f.args), f.attempts.length + 1, group.length));
+      return settle(sendTraced(conn, f.args, optsFor(f.route.traits), f.attempts.length + 1, group.length));
     }),
   );
 }

@@ -18,8 +18,8 @@ export async function runTransaction(runner: FlightRunner, cmds: Arg[][], call: 
   const { h, router } = runner;
   const slots = new Set<number>();
   let readOnly = true;
-  for (const c of cmds) {
-    const r = router.route(c);
+  for (let i = 0; i < cmds.length; i++) {
+    const r = router.route(cmds[i]!, call.batch?.[i]);
     for (const k of r.keys) slots.add(keySlot(k));
     readOnly &&= r.readOnly;
   }

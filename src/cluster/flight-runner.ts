@@ -1,13 +1,14 @@
 import type { Connection, SendOptions } from '../connection/connection.js';
 import { sendTraced } from '../diagnostics.js';
-import { AuthenticationError, ConnectionError, overloadError, PoolClosedError, RedisError, TimeoutError, UncertainWriteError } from '../errors.js';
+import { AuthenticationError, ConnectionError, overloadError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
-import { laneWithin, withinDeadline } from '../pool/lane-dispatcher.js';
+import { laneWithin } from '../pool/lane-dispatcher.js';
+import { checkTime, pastDeadline, wasWritten, withinDeadline } from '../retry.js';
 import type { NodePool } from '../pool/node-pool.js';
 import { sendOptions } from '../pool/surface.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
 import type { ClusterHost } from './cluster-host.js';
-import { deadlineError, giveUpError, pastDeadline, retryDelay, takeRedirect, type Flight } from './flight.js';
+import { deadlineError, giveUpError, retryDelay, takeRedirect, type Flight } from './flight.js';
 import { pauseBeforeRetry, Rerouted, unlessRerouted } from './map-waits.js';
 import { attemptKind, decideRedirect, type Decision } from './redirect.js';
 import { slotNotServed, type Router } from './route.js';
@@ -17,8 +18,9 @@ import { slotNotServed, type Router } from './route.js';
  * should it fail, the command that follows gets the redirect or error that reports it.
  */
 export function sendAsking(conn: Connection, opts: SendOptions): void {
-  // ASKING writes nothing: it never waits for replicas, even ahead of a durable write.
-  conn.send(['ASKING'], opts.durable === undefined ? opts : { ...opts, durable: undefined }).catch(() => {});
+  // ASKING writes nothing: it never waits for replicas, even ahead of a durable write; and the
+  // traits of the command it goes before are not its own.
+  conn.send(['ASKING'], opts.durable === undefined && opts.traits === undefined ? opts : { ...opts, durable: undefined, traits: undefined }).catch(() => {});
 }
 
 /**
@@ -143,7 +145,7 @@ export class FlightRunner {
     // Commands waiting to retry are a queue too (a cluster that is down holds every caller).
     if (this.pausing >= this.h.o.data.maxPending) {
       // A command that may have run keeps its own error: "refused" would claim it did not.
-      if (err instanceof UncertainWriteError || (err instanceof TimeoutError && err.sent)) throw reported;
+      if (wasWritten(err)) throw reported;
       throw overloadError(`${String(f.args[0])} was not retried: ${this.pausing} commands already wait to retry (maxPending ${this.h.o.data.maxPending}); last error: ${(err as Error)?.message ?? String(err)}`);
     }
     this.pausing++;
@@ -184,9 +186,7 @@ export class FlightRunner {
 
   /** Throws when the pool closed, the call was aborted, or its deadline passed (see {@link deadlineError}). */
   checkTime(f: Flight, call: ResolvedCall, at?: NodeAddress): void {
-    if (this.h.isClosed()) throw new PoolClosedError();
-    if (call.signal?.aborted) throw call.signal.reason;
-    if (pastDeadline(call)) throw deadlineError(f, call, at);
+    checkTime(call, this.h.isClosed(), () => deadlineError(f, call, at));
   }
 
   /** Records the attempt, applies the decision's side effects (patch, events, refresh) and returns it. */
@@ -198,9 +198,8 @@ export class FlightRunner {
     f.failedAtVersion = this.h.topology.version;
     if (this.h.isClosed()) return { action: 'fail', error: err instanceof PoolClosedError ? err : new PoolClosedError(undefined, { cause: err }), exhausted: false };
     if (err instanceof AuthenticationError) return { action: 'fail', error: err, exhausted: false };
-    const sent = err instanceof UncertainWriteError || (err instanceof TimeoutError && err.sent);
     const d = decideRedirect(err, {
-      sent,
+      sent: wasWritten(err),
       readOnly: f.route.readOnly,
       idempotent: call.idempotent,
       redirections: f.redirections,

@@ -1,6 +1,7 @@
-import { MaxRedirectionsError, TimeoutError, UncertainWriteError, type RedirectAttempt } from '../errors.js';
+import { MaxRedirectionsError, PoolClosedError, TimeoutError, type RedirectAttempt } from '../errors.js';
 import { backoffDelay } from '../pool/backoff.js';
-import { remaining, type ResolvedCall } from '../pool/call-options.js';
+import type { ResolvedCall } from '../pool/call-options.js';
+import { timedOut } from '../retry.js';
 import { formatAddress, type Arg, type NodeAddress } from '../types.js';
 import type { ResolvedClusterOptions } from './options.js';
 import type { Decision } from './redirect.js';
@@ -50,11 +51,6 @@ export function takeRedirect(f: Flight): boolean {
   return asking;
 }
 
-/** Whether the call's deadline has passed (never, without one). */
-export function pastDeadline(call: ResolvedCall): boolean {
-  return remaining(call) <= 0;
-}
-
 /**
  * The error of a flight whose deadline passed: a TimeoutError that lists every attempt, has
  * the last attempt's error as `cause` and the node the command was going to (`at`, else that
@@ -64,20 +60,21 @@ export function deadlineError(f: Flight, call: ResolvedCall, at?: NodeAddress): 
   const last = f.attempts[f.attempts.length - 1];
   if (last && f.attempts.length === 1 && last.error instanceof TimeoutError && !at) return last.error;
   const list = f.attempts.map((a) => `${formatAddress(a.node)} ${a.kind} after ${a.elapsed} ms: ${a.error.message}`).join('; ');
-  const address = at ?? last?.node;
-  return new TimeoutError(
+  return timedOut(
     `${String(f.args[0]).toUpperCase()} did not complete within its deadline (${call.budget} ms)` + (list ? ` after ${f.attempts.length} attempts: ${list}` : '') + '.',
-    {
-      cause: last?.error,
-      ...(address ? { address: { host: address.host, port: address.port } } : {}),
-      sent: last?.error instanceof UncertainWriteError || (last?.error instanceof TimeoutError && last.error.sent),
-    },
+    last?.error,
+    at ?? last?.node,
   );
 }
 
-/** What a flight that gives up reports: MaxRedirectionsError when its budget is spent, else the attempt's own error. */
-export function giveUpError<E>(f: Flight, d: Extract<Decision, { action: 'fail' }>, err: E, maxRedirections: number): E | MaxRedirectionsError {
-  return d.exhausted ? new MaxRedirectionsError(String(f.args[0]).toUpperCase(), f.attempts, maxRedirections) : err;
+/**
+ * What a flight that gives up reports: MaxRedirectionsError when its budget is spent, the
+ * PoolClosedError when the pool closed under it (as every mode reports it), else the
+ * attempt's own error.
+ */
+export function giveUpError<E>(f: Flight, d: Extract<Decision, { action: 'fail' }>, err: E, maxRedirections: number): E | MaxRedirectionsError | PoolClosedError {
+  if (d.exhausted) return new MaxRedirectionsError(String(f.args[0]).toUpperCase(), f.attempts, maxRedirections);
+  return d.error instanceof PoolClosedError ? d.error : err;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { sleep } from '../pool/backoff.js';
-import { remaining, type ResolvedCall } from '../pool/call-options.js';
+import type { ResolvedCall } from '../pool/call-options.js';
+import { remaining } from '../retry.js';
 import type { ClusterHost } from './cluster-host.js';
 
 /**

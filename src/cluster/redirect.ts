@@ -6,7 +6,7 @@ import {
   isNotExecuted,
   type RedirectAttempt,
 } from '../errors.js';
-import { mayResend } from '../commands/retry.js';
+import { mayResend } from '../retry.js';
 import type { NodeAddress } from '../types.js';
 import { SLOT_COUNT } from './slot.js';
 

@@ -1,5 +1,5 @@
 import type { CommandInfo, CommandRegistry } from '../commands/command-table.js';
-import { commandKeys } from '../commands/command-table.js';
+import { classifierFor, keysOf, type CommandTraits } from '../commands/traits.js';
 import { RedisError, type CrossSlotError } from '../errors.js';
 import type { Arg, NodeAddress } from '../types.js';
 import type { ResolvedClusterOptions } from './options.js';
@@ -10,7 +10,10 @@ import { keySlot } from './slot.js';
 
 /** How one command is routed. */
 export interface Route {
+  /** Lower-case command name. */
   name: string;
+  /** The command's traits (undefined for a route made for a whole transaction). */
+  traits?: CommandTraits | undefined;
   info: CommandInfo | undefined;
   /** Slot of the keys; undefined for a keyless command. */
   slot: number | undefined;
@@ -27,13 +30,15 @@ export type MultiSlotPlan = { action: 'send' } | { action: 'split'; parts: Split
 
 const SEND: MultiSlotPlan = { action: 'send' };
 
-/** Name, command info (of the subcommand when there is one), keys, slot (of the first key) and read-only flag. */
-export function routeCommand(registry: CommandRegistry, args: readonly Arg[]): KeyedRoute {
-  const name = String(args[0]).toLowerCase();
-  const info = registry.get(name);
-  const keys = commandKeys(info, args);
-  const sub = info?.subcommands && args.length > 1 ? registry.get(name, args[1]) : info;
-  return { name, info: sub, keys, slot: keys.length ? keySlot(keys[0]!) : undefined, readOnly: sub?.flags.has('readonly') ?? false };
+/**
+ * Name, command info (of the subcommand when there is one), keys, slot (of the first key) and
+ * read-only flag, read from the command's traits (`t`: those the call carries; else worked out
+ * from `registry`).
+ */
+export function routeCommand(registry: CommandRegistry, args: readonly Arg[], t?: CommandTraits): KeyedRoute {
+  const traits = t ?? classifierFor(registry).of(args);
+  const keys = keysOf(traits, args);
+  return { name: traits.lower, traits, info: traits.info, keys, slot: keys.length ? keySlot(keys[0]!) : undefined, readOnly: traits.readOnly };
 }
 
 /**
@@ -111,9 +116,9 @@ export class Router {
     private readonly affinity?: ReadAffinity,
   ) {}
 
-  /** See {@link routeCommand}; see {@link multiSlot} for keys that span slots. */
-  route(args: readonly Arg[]): KeyedRoute {
-    return routeCommand(this.registry, args);
+  /** See {@link routeCommand} (`t`: the traits the call carries); see {@link multiSlot} for keys that span slots. */
+  route(args: readonly Arg[], t?: CommandTraits): KeyedRoute {
+    return routeCommand(this.registry, args, t);
   }
 
   /** See {@link planMultiSlot}. */

@@ -282,7 +282,7 @@ function migrateKeys(args: readonly Arg[]): number[] {
 
 /** Hand-written extractors for movable-keys commands, mirroring Redis's `*GetKeys` procs; they answer positions. */
 // A Map, not an object literal: a command named `constructor` must not find Object's.
-const MOVABLE = new Map<string, (args: readonly Arg[]) => number[]>(Object.entries({
+const MOVABLE = new Map<string, KeyExtractor>(Object.entries({
   eval: (a) => numkeys(a, 2),
   evalsha: (a) => numkeys(a, 2),
   eval_ro: (a) => numkeys(a, 2),
@@ -374,12 +374,28 @@ function keysFromSpecs(specs: readonly KeySpec[], args: readonly Arg[]): number[
  */
 export function commandKeyPositions(info: CommandInfo | undefined, args: readonly Arg[]): number[] {
   if (args.length === 0) return [];
-  const name = lower(args[0]);
-  const special = MOVABLE.get(name);
+  const special = MOVABLE.get(lower(args[0]));
   if (special) return special(args);
   if (!info) return [];
   if (info.subcommands && args.length > 1) info = info.subcommands.get(lower(args[1])) ?? info;
-  if (info.flags.has('movablekeys') && info.keySpecs) return keysFromSpecs(info.keySpecs, args);
+  return infoKeyPositions(info, args);
+}
+
+/** A hand-written key extractor for a movable-keys command, by lower-case name (EVAL, XREAD, SORT, …). */
+export function movableKeys(lowerName: string): KeyExtractor | undefined {
+  return MOVABLE.get(lowerName);
+}
+
+/** Answers the positions of the key arguments of `args`. */
+export type KeyExtractor = (args: readonly Arg[]) => number[];
+
+/**
+ * The key positions `info` describes (its key specs for a movable-keys command, else
+ * first/last/step), for `info` already resolved to the subcommand and without the hand-written
+ * extractors: the part of {@link commandKeyPositions} that needs no name lookup.
+ */
+export function infoKeyPositions(info: CommandInfo, args: readonly Arg[]): number[] {
+  if (info.keySpecs && info.flags.has('movablekeys')) return keysFromSpecs(info.keySpecs, args);
   if (info.firstKey <= 0) return [];
   const last = info.lastKey < 0 ? args.length + info.lastKey : Math.min(info.lastKey, args.length - 1);
   const step = info.step > 0 ? info.step : 1;
@@ -403,6 +419,7 @@ export function commandKeys(info: CommandInfo | undefined, args: readonly Arg[])
  */
 export class CommandRegistry {
   #live: Map<string, CommandInfo> | undefined;
+  readonly #onLoad: Array<() => void> = [];
   readonly #builtin: Map<string, CommandInfo>;
 
   /** `builtin` replaces the generated table (tests, or a table for another server version). */
@@ -413,6 +430,12 @@ export class CommandRegistry {
   /** Loads a live `COMMAND` reply; it takes precedence over the built-in table from now on. */
   load(reply: Reply): void {
     this.#live = parseCommandReply(reply);
+    for (const f of this.#onLoad) f();
+  }
+
+  /** Calls `f` after every {@link load}: what is derived from the table (commands/traits.ts) is worked out again. */
+  onLoad(f: () => void): void {
+    this.#onLoad.push(f);
   }
 
   /** Whether a live table has been loaded. */

@@ -1,12 +1,6 @@
 import type { Arg } from '../types.js';
 import type { CommandRegistry } from './command-table.js';
-
-/**
- * Shard channels are found at key positions (a cluster routes them by slot) but they are
- * channels: SSUBSCRIBE is never prefixed, so SPUBLISH must not be either or its messages would
- * reach nobody. Plain PUBLISH/SUBSCRIBE have no key positions at all.
- */
-const CHANNEL_COMMANDS = new Set(['spublish', 'ssubscribe', 'sunsubscribe']);
+import { classifierFor, keyPositions, type CommandClassifier, type CommandTraits } from './traits.js';
 
 /** `arg` with `prefix` in front, keeping its kind: a Buffer key stays a Buffer (binary-safe). */
 export function prefixArg(prefix: string, prefixBytes: Buffer, arg: Arg): Arg {
@@ -51,20 +45,26 @@ export function stripPrefix<K extends string | Buffer>(prefix: string, prefixByt
  */
 export class KeyPrefixer {
   readonly bytes: Buffer;
+  private readonly classifier: CommandClassifier;
 
+  /** `registry`: the table the pool routes by, for callers that do not pass the command's traits. */
   constructor(
     readonly prefix: string,
-    private readonly registry: CommandRegistry,
+    registry: CommandRegistry,
   ) {
     this.bytes = Buffer.from(prefix);
+    this.classifier = classifierFor(registry);
   }
 
-  /** `args` with its keys prefixed (a new array), or `args` itself when it has no keys. */
-  apply(args: readonly Arg[]): Arg[] {
-    if (args.length < 2) return args as Arg[];
-    const name = typeof args[0] === 'string' ? args[0].toLowerCase() : String(args[0]).toLowerCase();
-    if (CHANNEL_COMMANDS.has(name)) return args as Arg[];
-    const at = this.registry.keyPositions(args);
+  /**
+   * `args` with its keys prefixed (a new array), or `args` itself when it has no keys. `t`: the
+   * command's traits, as worked out where the call entered. Shard channels are found at key
+   * positions (a cluster routes them by slot) but they are channels: SSUBSCRIBE is never
+   * prefixed, so SPUBLISH must not be either or its messages would reach nobody.
+   */
+  apply(args: readonly Arg[], t: CommandTraits = this.classifier.of(args)): Arg[] {
+    if (args.length < 2 || t.channels) return args as Arg[];
+    const at = keyPositions(t, args);
     return at.length ? prefixAt(args, at, this.prefix, this.bytes) : (args as Arg[]);
   }
 

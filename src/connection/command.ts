@@ -2,6 +2,7 @@
  * One command as a connection holds it, from queued to settled, and the per-call options that
  * shape it. The connection owns every transition; this file only names the states.
  */
+import type { CommandTraits } from '../commands/traits.js';
 import type { Reply } from '../types.js';
 import type { Durability } from './durability.js';
 import type { DurableCommand } from './confirmations.js';
@@ -31,6 +32,12 @@ export interface SendOptions {
    * it, and its reply is held until that WAIT answers (see durability.ts).
    */
   durable?: Durability;
+  /**
+   * The traits of this command, when the caller worked them out (see commands/traits.ts): the
+   * connection reads its transaction role there instead of looking at the name. Only on
+   * options that go with this one command.
+   */
+  traits?: CommandTraits | undefined;
 }
 
 // Plain constants, not an enum: a per-file transpiler (tsx, esbuild) makes an enum an object

@@ -8,6 +8,7 @@ import {
 import { encodeCommand } from '../resp/encoder.js';
 import { RespDecoder, type DecodedValue } from '../resp/decoder.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
+import { transactionRole, type TransactionRole } from '../commands/traits.js';
 import { Fifo } from './queue.js';
 import type { Credentials } from './credentials.js';
 import { MAX_TIMER, type ResolvedConnectionOptions } from './options.js';
@@ -384,7 +385,9 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
       cmd.size = size;
       const patience = options?.patience;
       if (patience !== undefined && this.opts.socketTimeout > 0 && patience > this.opts.socketTimeout) cmd.idleLimit = patience;
-      if (mayTouchTransaction(name)) this.trackTransaction(name);
+      const t = options?.traits;
+      const role = t !== undefined ? t.transaction : transactionRole(name);
+      if (role !== undefined) this.trackTransaction(role);
       let deadline = options?.deadline;
       if (deadline === undefined) {
         const timeout = options?.timeout ?? this.opts.commandTimeout;
@@ -446,12 +449,11 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     return undefined;
   }
 
-  private trackTransaction(name: string): void {
-    const upper = name.toUpperCase();
-    if (upper === 'MULTI') {
+  private trackTransaction(role: TransactionRole): void {
+    if (role === 'multi') {
       this.confirmations.beforeMulti();
       this.inMulti = true;
-    } else if (upper === 'EXEC' || upper === 'DISCARD' || upper === 'RESET') this.inMulti = false;
+    } else this.inMulti = false;
   }
 
   /** @internal Called by the flush scheduler. */
@@ -804,13 +806,6 @@ export class Connection extends EventEmitter<ConnectionEvents> implements Flusha
     }
     this.destroy(undefined);
   }
-}
-
-/** Cheap pre-check (first letter and length) for MULTI, EXEC, DISCARD, RESET: the hot path skips the rest. */
-function mayTouchTransaction(name: string): boolean {
-  const c = name.charCodeAt(0) | 0x20;
-  const n = name.length;
-  return (n === 5 && (c === 0x6d || c === 0x72)) || (n === 4 && c === 0x65) || (n === 7 && c === 0x64);
 }
 
 /** Surfaces a user callback's exception as an uncaught error, outside the decoder. */

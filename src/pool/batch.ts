@@ -3,25 +3,25 @@ import type { Connection, SendOptions } from '../connection/connection.js';
 import { installHelpers, type BatchCommands, type CommandSpec } from '../commands/helpers.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import { ScriptDefinition, type Script } from '../commands/script.js';
-import { commandKind, shownName } from '../commands/blocking.js';
+import { builtinClassifier, carried, shownName, type CommandTraits } from '../commands/traits.js';
 import { sendTraced } from '../diagnostics.js';
 import { RedisError } from '../errors.js';
 import type { Arg, Reply } from '../types.js';
 import type { CallOptions, ResolvedCall } from './call-options.js';
-import { isDurableWrite } from './durability.js';
 import { settle } from './settle.js';
 import { applyTransform, resolveCall, type BatchResult, type Dispatcher } from './call.js';
 
 /**
- * Send options per command of a batch sent with `call`: a write carries the call's durability
- * (the connection appends one WAIT to the flush, so the whole batch costs one replication round
- * trip); anything else, or `undefined` (MULTI, ASKING), does not.
+ * Send options per command of a batch sent with `call`, by the command's traits: a write
+ * carries the call's durability (the connection appends one WAIT to the flush, so the whole
+ * batch costs one replication round trip); anything else, or `undefined` (MULTI, ASKING), does
+ * not. The options are shared by the batch's commands, so they carry no traits of their own.
  */
-export function batchSendOptions(call: ResolvedCall): (args: readonly Arg[] | undefined) => SendOptions {
-  const plain = call.durable === undefined ? call : { ...call, durable: undefined };
+export function batchSendOptions(call: ResolvedCall): (traits: CommandTraits | undefined) => SendOptions {
+  const plain = call.durable === undefined && call.traits === undefined ? call : { ...call, durable: undefined, traits: undefined };
   if (call.durability === undefined) return () => plain;
-  const durable = { ...call, durable: call.durability };
-  return (args) => (args !== undefined && isDurableWrite(args) ? durable : plain);
+  const durable = { ...plain, durable: call.durability };
+  return (t) => (t !== undefined && t.durable ? durable : plain);
 }
 
 /**
@@ -30,6 +30,8 @@ export function batchSendOptions(call: ResolvedCall): (args: readonly Arg[] | un
  */
 export class Batch<R extends BatchResult | null = BatchResult | null> {
   private readonly cmds: Arg[][] = [];
+  /** The traits of each queued command, worked out as it is queued. */
+  private readonly traits: CommandTraits[] = [];
   private readonly specs: CommandSpec[] = [];
   private done = false;
 
@@ -71,12 +73,13 @@ export class Batch<R extends BatchResult | null = BatchResult | null> {
   /** @internal */
   queueSpec(spec: CommandSpec): this {
     if (this.done) throw new TypeError('This batch was already executed; create a new one.');
-    const kind = commandKind(spec.args);
-    if (kind === 'subscribe') throw new TypeError(`${String(spec.args[0])} cannot run in a ${this.transaction ? 'transaction' : 'pipeline'}; use pool.use(lease => lease.subscribe(...)).`);
-    if (kind === 'connection-state' && this.shared) {
+    const t = (this.dispatcher.classifier ?? builtinClassifier()).of(spec.args);
+    if (t.kind === 'subscribe') throw new TypeError(`${String(spec.args[0])} cannot run in a ${this.transaction ? 'transaction' : 'pipeline'}; use pool.use(lease => lease.subscribe(...)).`);
+    if (t.kind === 'connection-state' && this.shared) {
       throw new TypeError(`${shownName(spec.args)} changes the state of the connection it runs on, which a pool's ${this.transaction ? 'transaction' : 'pipeline'} shares with other callers; run it on a leased connection (pool.use(lease => …)).`);
     }
-    this.cmds.push(this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args);
+    this.cmds.push(this.keyPrefix ? this.keyPrefix.apply(spec.args, t) : spec.args);
+    this.traits.push(t);
     this.specs.push(spec);
     return this;
   }
@@ -92,6 +95,7 @@ export class Batch<R extends BatchResult | null = BatchResult | null> {
     this.done = true;
     if (this.cmds.length === 0) return [] as BatchResult as R;
     const call = resolveCall(this.dispatcher, this.callOptions, undefined);
+    call.batch = this.traits;
     const results = await this.run(this.cmds, call);
     if (results === null) return results;
     return results.map((r, i) => (r instanceof Error ? r : applyTransform(this.specs[i]!, r) as Reply)) as R;
@@ -109,10 +113,12 @@ installHelpers(Batch.prototype, 'queueSpec', false);
 export async function runBatchOn(conn: Connection, cmds: Arg[][], call: ResolvedCall, transaction: boolean, attempt = 1): Promise<BatchResult | null> {
   const optsFor = batchSendOptions(call);
   const opts = optsFor(undefined);
-  if (!transaction) return Promise.all(cmds.map((c) => settle(sendTraced(conn, c, optsFor(c), attempt, cmds.length))));
+  // Only durability tells the batch's commands apart.
+  const traitsAt = (i: number) => (call.durability === undefined ? undefined : carried(call.batch?.[i], cmds[i]!));
+  if (!transaction) return Promise.all(cmds.map((c, i) => settle(sendTraced(conn, c, optsFor(traitsAt(i)), attempt, cmds.length))));
   // A transaction's writes are applied by EXEC: it carries the WAIT.
-  const write = cmds.find((c) => optsFor(c) !== opts);
-  const execOpts = write === undefined ? opts : optsFor(write);
+  let execOpts = opts;
+  for (let i = 0; i < cmds.length && execOpts === opts; i++) execOpts = optsFor(traitsAt(i));
   const n = cmds.length + 2;
   const all = await Promise.all([
     settle(sendTraced(conn, ['MULTI'], opts, attempt, n)),

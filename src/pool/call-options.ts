@@ -1,5 +1,6 @@
 import { checkKnown, checkObject, checkOptions, defineOptions, MAX_TIMER } from '../options.js';
 import type { Durability } from '../connection/durability.js';
+import type { CommandTraits } from '../commands/traits.js';
 import { CALL_DURABILITY_GROUP, type DurabilityOptions } from './durability.js';
 
 /** Per-call options, given through `pool.with(options)` so they can never be mistaken for command arguments. */
@@ -38,6 +39,13 @@ export interface ResolvedCall {
   durability?: Durability | undefined;
   /** Set on the call of a write that needs its WAIT: what the connection reads. */
   durable?: Durability | undefined;
+  /**
+   * The traits of the one command this call sends (worked out where it entered; see
+   * commands/traits.ts); undefined when the call sends several (a batch) or none was given.
+   */
+  traits?: CommandTraits | undefined;
+  /** A batch's commands' traits, one per command in order. */
+  batch?: readonly CommandTraits[] | undefined;
 }
 
 /** Validates the options of `use(fn, options)`: only `key` (a typo would lease a node by chance). */
@@ -67,7 +75,5 @@ export function checkCallOptions(o: CallOptions): void {
   checkOptions(CALL_OPTIONS, o, 'with', 'with(options)');
 }
 
-/** Milliseconds left before `deadline` (Infinity when there is none). */
-export function remaining(c: Pick<ResolvedCall, 'deadline'>): number {
-  return c.deadline === 0 ? Infinity : c.deadline - Date.now();
-}
+/** "How long may this wait" is one of the retry rules: see retry.ts. */
+export { remaining } from '../retry.js';

@@ -7,9 +7,10 @@ import type { Connection } from '../connection/connection.js';
 import type { CommandSpec, ScanOptions } from '../commands/helpers.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import type { ClientCache } from '../cache/client-cache.js';
+import type { CommandClassifier, CommandTraits } from '../commands/traits.js';
 import type { Arg, Reply } from '../types.js';
 import type { CallOptions, ResolvedCall } from './call-options.js';
-import { effectiveDurability, isDurableWrite, type Durability, type DurabilityCounters } from './durability.js';
+import { effectiveDurability, type Durability, type DurabilityCounters } from './durability.js';
 
 /** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
 export type BatchResult = Array<Reply | Error>;
@@ -50,6 +51,11 @@ export interface Dispatcher {
   /** The pool's client-side cache, when `cache` is on (`call()` and the helpers go through it). */
   cache?: ClientCache;
   /**
+   * Where the traits of this mode's commands come from: a table of its own (a cluster loads
+   * the servers' `COMMAND`); without one, the built-in table's.
+   */
+  readonly classifier?: CommandClassifier;
+  /**
    * Runs a blocking command on an exclusive connection with the mode's redirect handling (a
    * cluster follows MOVED/ASK/CLUSTERDOWN). Without it, the command is sent once on a lease.
    */
@@ -61,15 +67,19 @@ export interface Dispatcher {
   scanEveryNode?(options: ScanOptions | undefined, call: CallOptions | undefined, keyPrefix: KeyPrefixer | undefined): AsyncIterableIterator<string>;
 }
 
-/** Commands sent around the client-side cache drop the entries of the keys they write. */
-export function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
+/** Commands sent around the client-side cache drop the entries of the keys they write (`traits`: theirs, in order). */
+export function noteWrites(d: Dispatcher, cmds: Arg[][], traits?: readonly CommandTraits[]): Arg[][] {
   const cache = d.cache;
-  if (cache !== undefined) for (const c of cmds) cache.noteWrite(c);
+  if (cache !== undefined) for (let i = 0; i < cmds.length; i++) cache.noteWrite(cmds[i]!, traits?.[i]);
   return cmds;
 }
 
-/** Builds the resolved options of one call. */
-export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs: number | undefined): ResolvedCall {
+/**
+ * Builds the resolved options of one call. `traits`: those of the one command the call sends
+ * (they travel with it to the dispatcher and the connection); none for a batch, whose
+ * commands' traits go in `batch`.
+ */
+export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs: number | undefined, traits?: CommandTraits): ResolvedCall {
   let budget = o?.timeout ?? d.commandTimeout;
   const blocking = blockSecs !== undefined;
   if (blocking) budget = blockSecs === 0 || budget === 0 ? 0 : budget + blockSecs * 1000;
@@ -83,12 +93,13 @@ export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs
     patience: o?.timeout !== undefined ? budget : 0,
     durability: o?.durability === undefined || d.replicasOnly ? d.durability : effectiveDurability(d.durability, o.durability, d.durabilityCounters),
     durable: undefined,
+    traits,
   };
 }
 
-/** Marks `call` as the call of a durable write when it asks for durability and `args` writes. */
-export function markDurable(call: ResolvedCall, args: readonly Arg[]): ResolvedCall {
-  if (call.durability !== undefined && isDurableWrite(args)) call.durable = call.durability;
+/** Marks `call` as the call of a durable write when it asks for durability and its command (`call.traits`) needs a WAIT. */
+export function markDurable(call: ResolvedCall, traits: CommandTraits): ResolvedCall {
+  if (call.durability !== undefined && traits.durable) call.durable = call.durability;
   return call;
 }
 
@@ -96,33 +107,5 @@ export function applyTransform(spec: CommandSpec, value: Reply): unknown {
   return spec.transform ? spec.transform(value) : value;
 }
 
-/**
- * `p`, or the signal's reason as soon as it aborts; a value that arrives after the abort is
- * handed to `discard` (e.g. a lease goes back to the pool).
- */
-export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, discard: (v: T) => void): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) {
-    p.then(discard, () => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    let gaveUp = false;
-    const onAbort = () => {
-      gaveUp = true;
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        if (gaveUp) discard(v);
-        else resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        if (!gaveUp) reject(e);
-      },
-    );
-  });
-}
+/** Races are retry.ts's (the one timer race and its signal counterpart). */
+export { abortable } from '../retry.js';

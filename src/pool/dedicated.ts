@@ -4,14 +4,13 @@
  * seconds, over and over, and are found by the name they set with CLIENT SETNAME).
  */
 import type { Connection } from '../connection/connection.js';
-import { blockingSeconds, commandKind } from '../commands/blocking.js';
+import { blockingSeconds, builtinClassifier } from '../commands/traits.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import { sendTraced } from '../diagnostics.js';
 import { ConnectionError, PoolClosedError, RedisError } from '../errors.js';
 import { checkKnown, checkObject } from '../options.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
-import { remaining } from './call-options.js';
-import { mayRetry } from './lane-dispatcher.js';
+import { mayRetry, remaining } from '../retry.js';
 import { resolveCall, type Dispatcher } from './call.js';
 
 /** Options of {@link BasePool.dedicated}. */
@@ -30,9 +29,6 @@ export interface DedicatedOptions {
 
 /** Redirect replies that prove the command did not run on the node it reached. */
 const REDIRECTS = new Set(['MOVED', 'ASK', 'TRYAGAIN', 'CLUSTERDOWN']);
-
-/** Commands whose reply depends on the connection's transaction state: never re-routed. */
-const TRANSACTION = new Set(['MULTI', 'EXEC', 'DISCARD', 'WATCH', 'UNWATCH']);
 
 /** Validates the options of `dedicated(options)`. */
 export function checkDedicatedOptions(o: DedicatedOptions | undefined): void {
@@ -143,24 +139,26 @@ export class DedicatedConnection {
   }
 
   private async run(raw: Arg[]): Promise<Reply> {
-    const args = this.keyPrefix ? this.keyPrefix.apply(raw) : raw;
-    if (commandKind(args) === 'subscribe') throw new TypeError(`${String(args[0])} is not sent on a dedicated connection; use pool.subscribe(...).`);
-    const block = blockingSeconds(args);
-    const call = resolveCall(this.dispatcher, undefined, block);
-    const name = String(args[0]).toUpperCase();
-    const setName = name === 'CLIENT' && String(args[1]).toUpperCase() === 'SETNAME' && args.length === 3;
+    const t = (this.dispatcher.classifier ?? builtinClassifier()).of(raw);
+    const args = this.keyPrefix ? this.keyPrefix.apply(raw, t) : raw;
+    if (t.kind === 'subscribe') throw new TypeError(`${String(args[0])} is not sent on a dedicated connection; use pool.subscribe(...).`);
+    const block = blockingSeconds(t, args);
+    const call = resolveCall(this.dispatcher, undefined, block, t);
+    const setName = t.name === 'CLIENT SETNAME' && args.length === 3;
+    // Its reply depends on the connection's transaction state (MULTI, EXEC, DISCARD, WATCH, UNWATCH): never re-routed.
+    const transactional = t.state !== undefined && t.state !== 'reset' && t.state !== 'other';
     for (let attempt = 1; ; attempt++) {
       let conn: Connection | undefined;
       try {
         conn = await this.connection(this.key === undefined ? args : undefined, call.deadline);
         const reply = await sendTraced(conn, args, call, attempt);
         if (setName) this.name = String(args[2]);
-        if (name === 'MULTI') this.inMulti = true;
-        else if (name === 'EXEC' || name === 'DISCARD') this.inMulti = false;
+        if (t.state === 'multi') this.inMulti = true;
+        else if (t.state === 'end') this.inMulti = false;
         return reply;
       } catch (err) {
         if (conn && !conn.ready) this.drop(conn);
-        if (err instanceof RedisError && REDIRECTS.has(err.code) && this.dispatcher.runBlocking && !this.inMulti && !TRANSACTION.has(name)) {
+        if (err instanceof RedisError && REDIRECTS.has(err.code) && this.dispatcher.runBlocking && !this.inMulti && !transactional) {
           // A cluster redirect: the pool follows it (and patches its slot map); after MOVED the
           // next call opens a connection at the slot's new owner.
           if (err.code === 'MOVED' && conn) this.drop(conn, true);
@@ -178,7 +176,7 @@ export class DedicatedConnection {
         if (err instanceof PoolClosedError) {
           throw new ConnectionError(`The node ${conn ? formatAddress(conn.address) + ' ' : ''}left the pool; ${String(args[0])} was not sent.`, { cause: err, ...(conn ? { address: conn.address } : {}) });
         }
-        if (attempt >= 3 || remaining(call) <= 0 || !mayRetry(err, args, call) || this.inMulti) throw err;
+        if (attempt >= 3 || remaining(call) <= 0 || !mayRetry(err, t.readOnly, call.idempotent) || this.inMulti) throw err;
       }
     }
   }

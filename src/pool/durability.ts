@@ -3,7 +3,8 @@
  * applies to. The connection does the WAIT itself (connection/durability.ts); the pool only
  * marks the commands that need one.
  */
-import { CommandRegistry, type CommandInfo } from '../commands/command-table.js';
+import type { CommandInfo } from '../commands/command-table.js';
+import { needsWait, traitsOf } from '../commands/traits.js';
 import { DurabilityCounters, type Durability } from '../connection/durability.js';
 import { checkOption, defineOptions, MAX_TIMER, type GroupSpec } from '../options.js';
 import type { Arg } from '../types.js';
@@ -62,33 +63,16 @@ export function effectiveDurability(pool: Durability | undefined, call: Durabili
 }
 
 /**
- * Whether a command needs its WAIT: writes (flag `write`), scripts and functions, which may
- * write (EVAL, EVALSHA, FCALL; their `_RO` forms are read-only), and commands the table does not
- * know (a module's, perhaps a write: a WAIT too many costs a round trip, one too few a lost write).
+ * Whether a command needs its WAIT (its traits' `durable`: see commands/traits.ts). For callers
+ * that hold only the table's entry or the arguments; calls carry their traits.
  */
 export function confirmsWrite(info: CommandInfo | undefined): boolean {
-  if (info === undefined) return true;
-  if (info.flags.has('write')) return true;
-  return info.name === 'eval' || info.name === 'evalsha' || info.name === 'fcall';
+  return needsWait(info);
 }
 
-let registry: CommandRegistry | undefined;
-const BY_NAME = new Map<string, boolean>();
-
-/** {@link confirmsWrite} for an argument vector, cached by name (it runs on every durable call). */
+/** The traits' `durable` of an argument vector, by the built-in table. */
 export function isDurableWrite(args: readonly Arg[]): boolean {
-  const name = args[0];
-  if (typeof name === 'string') {
-    const known = BY_NAME.get(name);
-    if (known !== undefined) return known;
-  }
-  const table = (registry ??= new CommandRegistry());
-  const parent = table.get(String(name));
-  // FUNCTION LOAD writes, FUNCTION LIST does not: container commands are decided per subcommand.
-  if (parent?.subcommands) return confirmsWrite(args.length > 1 ? table.get(String(name), args[1]) : parent);
-  const w = confirmsWrite(parent);
-  if (typeof name === 'string' && BY_NAME.size < 4096) BY_NAME.set(name, w);
-  return w;
+  return traitsOf(args).durable;
 }
 
 export { DurabilityCounters, type Durability, type DurabilityStats } from '../connection/durability.js';

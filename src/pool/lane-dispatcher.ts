@@ -1,40 +1,14 @@
-import { isReadOnlyCommand, mayResend } from '../commands/retry.js';
+import { builtinClassifier, carried } from '../commands/traits.js';
 import { sendTraced } from '../diagnostics.js';
-import { ConnectionError, NodeUnreachableError, overloadError, PoolClosedError, QueueFullError, TimeoutError, UncertainWriteError } from '../errors.js';
-import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
+import { NodeUnreachableError, overloadError, QueueFullError } from '../errors.js';
+import { noneWritten, retryOrThrow, withinDeadline } from '../retry.js';
+import { formatAddress, type Arg, type Reply } from '../types.js';
 import type { Connection } from '../connection/connection.js';
-import { remaining, type ResolvedCall } from './call-options.js';
+import type { ResolvedCall } from './call-options.js';
 import type { NodePool } from './node-pool.js';
 import type { Durability, DurabilityCounters } from './durability.js';
 import { runBatchOn } from './batch.js';
 import type { BatchResult, Dispatcher, LeaseHandle } from './call.js';
-
-/**
- * Whether a failed attempt may be sent again ({@link mayResend}, the rule of every mode). A
- * `TimeoutError` from the connection means the call's own deadline passed: nothing to retry.
- */
-export function mayRetry(err: unknown, args: readonly Arg[], call: ResolvedCall): boolean {
-  if (err instanceof TimeoutError) return false;
-  return mayResend(err, false, err instanceof UncertainWriteError && isReadOnlyCommand(args), call.idempotent);
-}
-
-/** True when a pipeline's connection broke before any of it was written: the whole batch may go again. */
-export function nothingWritten(results: BatchResult): boolean {
-  return results.every((r) => r instanceof ConnectionError && !(r instanceof UncertainWriteError));
-}
-
-/**
- * Waits for `p` until the call's deadline. `context` supplies the cause (e.g. the last failed
- * connection attempt) and the node for the TimeoutError.
- */
-export function withinDeadline<T>(p: Promise<T>, call: Pick<ResolvedCall, 'deadline'>, what: () => string, context?: () => { cause?: unknown; address?: NodeAddress }): Promise<T> {
-  const left = remaining(call);
-  if (left === Infinity) return p;
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(new TimeoutError(what(), { sent: false, ...context?.() })), Math.max(0, left));
-    p.then((v) => { clearTimeout(t); resolve(v); }, (e) => { clearTimeout(t); reject(e); });
-  });
-}
 
 /**
  * A ready lane of `node` within the call's deadline: the one way every mode waits for a
@@ -74,6 +48,9 @@ export function laneWithin(node: NodePool, call: ResolvedCall, args: readonly Ar
  * until the call's deadline. Without a deadline, retries stop after `connectTimeout`.
  */
 export class LaneDispatcher implements Dispatcher {
+  /** The built-in command table's traits (a standalone server or a Sentinel master loads no table of its own). */
+  readonly classifier = builtinClassifier();
+
   constructor(
     protected readonly node: NodePool,
     readonly commandTimeout: number,
@@ -110,17 +87,19 @@ export class LaneDispatcher implements Dispatcher {
     }
   }
 
-  /** Throws unless the failed attempt may be retried within the call's budget. */
+  /** Throws unless the failed attempt may be retried within the call's budget (the rule of retry.ts). */
   protected retryOrThrow(err: unknown, args: readonly Arg[], call: ResolvedCall, started: number): void {
-    if (this.isClosed()) throw err instanceof PoolClosedError ? err : new PoolClosedError(undefined, { cause: err });
-    if (!mayRetry(err, args, call)) throw err;
-    if (call.signal?.aborted) throw call.signal.reason;
-    const left = call.deadline === 0 ? this.retryWindow - (Date.now() - started) : remaining(call);
-    if (left <= 0) {
-      // Without a deadline (commandTimeout 0) retries are bounded by connectTimeout instead: say which.
-      const within = call.deadline === 0 ? `the retry window (connectTimeout ${this.retryWindow} ms; the call has no deadline)` : 'its deadline';
-      throw new TimeoutError(`${String(args[0])} to ${formatAddress(this.node.target)} could not be completed within ${within}; last error: ${(err as Error).message}`, { cause: err, sent: err instanceof UncertainWriteError, address: { ...this.node.target } });
-    }
+    retryOrThrow(err, {
+      name: String(args[0]),
+      deadline: call.deadline,
+      signal: call.signal,
+      idempotent: call.idempotent,
+      readOnly: carried(call.traits, args).readOnly,
+      started,
+      window: this.retryWindow,
+      address: this.node.target,
+      closed: this.isClosed(),
+    });
   }
 
   /** A lane for this attempt, or undefined when connecting failed in a way that may be retried (else it throws). */
@@ -152,7 +131,7 @@ export class LaneDispatcher implements Dispatcher {
       const conn = await this.tryLane(call, ['PIPELINE'], started);
       if (conn === undefined) continue;
       const results = (await runBatchOn(conn, cmds, call, false, ++attempt))!;
-      if (nothingWritten(results)) {
+      if (noneWritten(results)) {
         this.retryOrThrow(results[0], ['PIPELINE'], call, started);
         continue;
       }

@@ -8,12 +8,11 @@ import { scanKeys } from '../commands/scan-iterators.js';
 import type { ScanIterators } from '../commands/commands.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import type { Scripting } from '../commands/script.js';
-import { blockingSeconds, commandKind } from '../commands/blocking.js';
+import { blockingSeconds, builtinClassifier, carried, type CommandTraits } from '../commands/traits.js';
 import { sendTraced } from '../diagnostics.js';
 import { PoolClosedError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
 import { checkCallOptions, type CallOptions, type ResolvedCall } from './call-options.js';
-import { isDurableWrite } from './durability.js';
 import { Batch, runBatchOn } from './batch.js';
 import { markDurable, noteWrites, resolveCall, type BatchResult, type Dispatcher } from './call.js';
 import { installSpecMethods } from './spec-methods.js';
@@ -30,21 +29,16 @@ interface LeaseState {
   multiWrites: boolean;
 }
 
-/** Notes the connection state a command leaves behind (upper-cased name). */
-function track(state: LeaseState, args: readonly Arg[]): void {
-  const name = String(args[0]).toUpperCase();
-  switch (name) {
-    case 'WATCH': state.watched = true; break;
-    case 'UNWATCH': state.watched = false; break;
-    case 'MULTI': state.inMulti = true; break;
-    case 'EXEC': case 'DISCARD': state.inMulti = false; state.watched = false; break;
-    case 'SELECT': case 'HELLO': case 'AUTH': case 'RESET': case 'READONLY': case 'READWRITE': case 'SWAPDB':
-      state.dirty = true;
-      break;
-    case 'CLIENT':
-      // CLIENT ID, LIST, INFO … leave the connection as it was; REPLY, TRACKING, SETNAME … do not.
-      if (commandKind(args) === 'connection-state') state.dirty = true;
-      break;
+/** Notes the connection state a command leaves behind (its traits' `state`: the one table, CONNECTION_STATE). */
+function track(state: LeaseState, t: CommandTraits): void {
+  switch (t.state) {
+    case undefined: break;
+    case 'watch': state.watched = true; break;
+    case 'unwatch': state.watched = false; break;
+    case 'multi': state.inMulti = true; break;
+    case 'end': state.inMulti = false; state.watched = false; break;
+    // RESET, SELECT, HELLO, AUTH, QUIT, READONLY, CLIENT SETNAME …: not fit for the next borrower.
+    default: state.dirty = true;
   }
 }
 
@@ -96,19 +90,20 @@ export class Lease<S extends string | Buffer = string> {
     } catch (e) {
       return Promise.reject(e);
     }
+    const t = (this.dispatcher.classifier ?? builtinClassifier()).of(spec.args);
     let block: number | undefined;
     try {
-      block = spec.blockSeconds ?? blockingSeconds(spec.args);
+      block = spec.blockSeconds ?? blockingSeconds(t, spec.args);
     } catch (e) {
       return Promise.reject(e);
     }
-    const args = this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args;
+    const args = this.keyPrefix ? this.keyPrefix.apply(spec.args, t) : spec.args;
     const inMulti = this.state.inMulti;
-    track(this.state, args);
-    const call = resolveCall(this.dispatcher, this.callOptions, block);
+    track(this.state, t);
+    const call = resolveCall(this.dispatcher, this.callOptions, block, t);
     if (spec.deadline) call.deadline = spec.deadline;
-    this.dispatcher.cache?.noteWrite(args);
-    if (call.durability !== undefined) this.markLeaseDurable(call, args, inMulti);
+    this.dispatcher.cache?.noteWrite(args, t);
+    if (call.durability !== undefined) this.markLeaseDurable(call, t, inMulti);
     const p = sendTraced(this.conn, args, call, 1);
     return spec.transform ? p.then(spec.transform) : p;
   }
@@ -117,13 +112,12 @@ export class Lease<S extends string | Buffer = string> {
    * With durability, a lease's writes get their WAIT like any other: a write sent on its own,
    * or the EXEC of a MULTI that queued writes (inside the transaction a WAIT would be queued too).
    */
-  private markLeaseDurable(call: ResolvedCall, args: readonly Arg[], inMulti: boolean): void {
-    const name = String(args[0]).toUpperCase();
-    if (name === 'MULTI') this.state.multiWrites = false;
-    else if (!inMulti) markDurable(call, args);
-    else if (name === 'EXEC') {
+  private markLeaseDurable(call: ResolvedCall, t: CommandTraits, inMulti: boolean): void {
+    if (t.state === 'multi') this.state.multiWrites = false;
+    else if (!inMulti) markDurable(call, t);
+    else if (t.name === 'EXEC') {
       if (this.state.multiWrites) call.durable = call.durability;
-    } else if (isDurableWrite(args)) this.state.multiWrites = true;
+    } else if (t.durable) this.state.multiWrites = true;
   }
 
   /** This lease with per-call options. */
@@ -144,12 +138,12 @@ export class Lease<S extends string | Buffer = string> {
 
 
   private runBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {
-    for (const c of cmds) track(this.state, c);
+    for (let i = 0; i < cmds.length; i++) track(this.state, carried(call.batch?.[i], cmds[i]!));
     if (transaction) {
       // EXEC (or its failure) ends the transaction and every WATCH.
       this.state.watched = false;
     }
-    return runBatchOn(this.conn, noteWrites(this.dispatcher, cmds), call, transaction);
+    return runBatchOn(this.conn, noteWrites(this.dispatcher, cmds, call.batch), call, transaction);
   }
 
   /**

@@ -11,6 +11,7 @@ import { Handoffs, type HandoffHost } from './handoff.js';
 import { AuthenticationError, ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { clause } from '../connection/handshake.js';
 import { formatAddress, type Arg, type NodeAddress } from '../types.js';
+import { raceTimer } from '../retry.js';
 import { backoffDelay, sleep } from './backoff.js';
 import type { ResolvedPoolOptions } from './options.js';
 
@@ -378,19 +379,9 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
 
   /** `acquiring` within `left` ms; a connection that arrives after the caller gave up goes straight back. */
   private acquireBy(acquiring: Promise<Connection>, left: number): Promise<Connection> {
-    return new Promise<Connection>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        acquiring.then((c) => void this.pool.release(c).catch(() => {}), () => {});
-        reject(this.noConnection("the call's deadline", undefined));
-      }, Math.max(0, left));
-      acquiring.then((c) => {
-        clearTimeout(timer);
-        resolve(c);
-      }, (e: unknown) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-    });
+    return raceTimer(acquiring, left, () => {
+      throw this.noConnection("the call's deadline", undefined);
+    }, (c) => void this.pool.release(c).catch(() => {}));
   }
 
   /**
@@ -658,12 +649,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     for (const conn of this.detached) if (conn.isBlocked) conn.destroy(why);
     const waitLanes = Promise.all(this.lanes.map((s) => (s.conn ? s.conn.close(timeoutMs) : undefined)));
     const drain = this.pool.drain().catch(() => {});
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all([waitLanes, drain]),
-      new Promise<void>((r) => { timer = setTimeout(r, timeoutMs); }),
-    ]);
-    clearTimeout(timer);
+    await raceTimer(Promise.all([waitLanes, drain]), timeoutMs, () => undefined);
     // An idle connection is closed on purpose (its close event has no error); one still lent out
     // or with commands in flight past closeTimeout gets the reason its callers will see.
     for (const conn of [...this.all]) conn.destroy(conn.pending > 0 || this.borrowed.has(conn) ? why : undefined);

@@ -1,25 +1,22 @@
 import { inspect, type InspectOptions } from 'node:util';
 import { EventEmitter } from 'eventemitter3';
-import type { Connection, SendOptions } from '../connection/connection.js';
 import type { MaintenanceEvent } from '../connection/maintenance.js';
-import { blockingSeconds, commandKind, shownName } from '../commands/blocking.js';
+import { blockingSeconds, builtinClassifier, shownName, type CommandTraits } from '../commands/traits.js';
 import { installHelpers, type CommandSpec, type Commands, type ScanOptions } from '../commands/helpers.js';
 import type { ScanIterators } from '../commands/commands.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
-import { hscanEach, scanKeys, sscanEach, zscanEach } from '../commands/scan-iterators.js';
-import { bindScript, defineScript, type Script, type ScriptOptions, type Scripting } from '../commands/script.js';
+import { scanKeys } from '../commands/scan-iterators.js';
+import type { Script, ScriptOptions, Scripting } from '../commands/script.js';
 import { sendTraced } from '../diagnostics.js';
 import { PoolClosedError } from '../errors.js';
 import type { Arg, NodeAddress, Reply } from '../types.js';
-import { checkCallOptions, checkUseOptions, type CallOptions, type ResolvedCall } from './call-options.js';
+import { checkCallOptions, checkUseOptions, type CallOptions } from './call-options.js';
 import { YIELD, type ClientCache } from '../cache/client-cache.js';
-import { effectiveDurability, isDurableWrite, type Durability, type DurabilityCounters } from './durability.js';
 import { Batch, batchSendOptions, runBatchOn } from './batch.js';
+import { installSpecMethods } from './spec-methods.js';
+import { abortable, applyTransform, markDurable, noteWrites, resolveCall, type BatchResult, type Dispatcher } from './call.js';
 import { Lease, useLease } from './lease.js';
 import { checkDedicatedOptions, DedicatedConnection, type DedicatedOptions } from './dedicated.js';
-
-/** What a pipeline's or transaction's `exec()` resolves to: per command, its value or its error. */
-export type BatchResult = Array<Reply | Error>;
 
 /** Events every pool emits. `error` is informational: failures always reach callers as rejections. */
 export interface PoolEvents {
@@ -54,71 +51,17 @@ export interface PoolEvents {
   maintenance: [event: MaintenanceEvent];
 }
 
-/** A borrowed connection, as the pool lends it. */
-export interface LeaseHandle {
-  conn: Connection;
-  release(): void;
-  /**
-   * Takes the connection out of the exclusive pool for good instead of releasing it (for
-   * `pool.dedicated()`); its holder closes it. Absent where a mode cannot offer it.
-   */
-  detach?(): void;
-}
-
-/** How a mode runs commands. Pools, views and batches are thin layers over this. */
-export interface Dispatcher {
-  /** Runs one command, with retries as the mode allows. */
-  dispatch(args: Arg[], call: ResolvedCall): Promise<Reply>;
-  /** Runs a pipeline (`transaction` false) or MULTI/EXEC (true; null when WATCH aborted it). */
-  dispatchBatch(commands: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null>;
-  /**
-   * Borrows an exclusive connection (to the node owning `key`, in a cluster). `args` is the
-   * command a blocking call will send, so a cluster can route it by its keys.
-   */
-  lease(key: Arg | undefined, args?: readonly Arg[], deadline?: number): Promise<LeaseHandle>;
-  /** Default deadline of a call in ms (0 = none). */
-  readonly commandTimeout: number;
-  /**
-   * The pool's `durability` (undefined = off, and always for dispatchers that only read, such as
-   * Sentinel `role: 'replica'`: a WAIT never goes to a replica).
-   */
-  readonly durability?: Durability | undefined;
-  /** True when this dispatcher talks to replicas only: no call's `durability` applies (WAIT there would fail). */
-  readonly replicasOnly?: boolean;
-  /** Where a call's own `with({ durability })` is counted (the pool's stats), also while the pool's is off. */
-  readonly durabilityCounters?: DurabilityCounters;
-  /** The pool's client-side cache, when `cache` is on (`call()` and the helpers go through it). */
-  cache?: ClientCache;
-  /**
-   * Runs a blocking command on an exclusive connection with the mode's redirect handling (a
-   * cluster follows MOVED/ASK/CLUSTERDOWN). Without it, the command is sent once on a lease.
-   */
-  runBlocking?(args: Arg[], call: ResolvedCall): Promise<Reply>;
-  /**
-   * Iterates over the keys of every node that holds a share of them (a cluster: every master),
-   * for `scanIterator()` on pools and views; without it, SCAN goes through `dispatch` (one node).
-   */
-  scanEveryNode?(options: ScanOptions | undefined, call: CallOptions | undefined, keyPrefix: KeyPrefixer | undefined): AsyncIterableIterator<string>;
-}
-
-/** Commands sent around the client-side cache drop the entries of the keys they write. */
-export function noteWrites(d: Dispatcher, cmds: Arg[][]): Arg[][] {
-  const cache = d.cache;
-  if (cache !== undefined) for (const c of cmds) cache.noteWrite(c);
-  return cmds;
-}
-
 /**
  * A call through the client-side cache: the cached reply, the server's (kept), or undefined
  * when the cache has nothing to do with it. A call told to wait for the next turn (the turn's
  * `hitsPerTurn` are used up) is served right after the wait, ahead of the budget, so one busy
  * reader cannot starve the others.
  */
-function viaCache(d: Dispatcher, o: CallOptions | undefined, cache: ClientCache, spec: CommandSpec, args: Arg[], waited: boolean, rerun: () => Promise<unknown>): Promise<unknown> | undefined {
+function viaCache(d: Dispatcher, o: CallOptions | undefined, cache: ClientCache, spec: CommandSpec, args: Arg[], t: CommandTraits, waited: boolean, rerun: () => Promise<unknown>): Promise<unknown> | undefined {
   // The common hit first, without allocating the send function.
   const h = cache.hit(args, waited);
-  const r = h !== undefined ? h : cache.run(args, () => d.dispatch(args, resolveCall(d, o, undefined)), waited);
-  if (r === YIELD) return cache.nextTurn().then(() => viaCache(d, o, cache, spec, args, true, rerun) ?? rerun());
+  const r = h !== undefined ? h : cache.run(args, () => d.dispatch(args, resolveCall(d, o, undefined, t)), waited, t);
+  if (r === YIELD) return cache.nextTurn().then(() => viaCache(d, o, cache, spec, args, t, true, rerun) ?? rerun());
   if (r instanceof Promise) return spec.transform ? r.then(spec.transform) : r;
   if (r === undefined) return undefined;
   try {
@@ -128,42 +71,16 @@ function viaCache(d: Dispatcher, o: CallOptions | undefined, cache: ClientCache,
   }
 }
 
-/** Builds the resolved options of one call. */
-export function resolveCall(d: Dispatcher, o: CallOptions | undefined, blockSecs: number | undefined): ResolvedCall {
-  let budget = o?.timeout ?? d.commandTimeout;
-  const blocking = blockSecs !== undefined;
-  if (blocking) budget = blockSecs === 0 || budget === 0 ? 0 : budget + blockSecs * 1000;
-  return {
-    signal: o?.signal,
-    deadline: budget > 0 ? Date.now() + budget : 0,
-    returnBuffers: o?.returnBuffers ?? false,
-    idempotent: o?.idempotent ?? false,
-    blocking,
-    budget,
-    patience: o?.timeout !== undefined ? budget : 0,
-    durability: o?.durability === undefined || d.replicasOnly ? d.durability : effectiveDurability(d.durability, o.durability, d.durabilityCounters),
-    durable: undefined,
-  };
-}
-
-/** Marks `call` as the call of a durable write when it asks for durability and `args` writes. */
-export function markDurable(call: ResolvedCall, args: readonly Arg[]): ResolvedCall {
-  if (call.durability !== undefined && isDurableWrite(args)) call.durable = call.durability;
-  return call;
-}
-
-export function applyTransform(spec: CommandSpec, value: Reply): unknown {
-  return spec.transform ? spec.transform(value) : value;
-}
-
 /**
  * The command surface shared by pools and views: `call`, the typed helpers, `pipeline`,
  * `multi`, `use`. Blocking commands are sent on an exclusive connection automatically so
  * they never stall the multiplexed lane.
  */
 abstract class Runner<S extends string | Buffer = string> {
-  protected abstract readonly dispatcher: Dispatcher;
-  protected abstract readonly callOptions: CallOptions | undefined;
+  /** @internal */
+  abstract readonly dispatcher: Dispatcher;
+  /** @internal */
+  abstract readonly callOptions: CallOptions | undefined;
   /** The pool's `keyPrefix`, applied to every command's keys. */
   protected abstract readonly keyPrefix: KeyPrefixer | undefined;
   protected abstract ensureOpen(): void;
@@ -183,17 +100,19 @@ abstract class Runner<S extends string | Buffer = string> {
     } catch (e) {
       return Promise.reject(e);
     }
-    const args = this.keyPrefix ? this.keyPrefix.apply(spec.args) : spec.args;
+    // The command's traits, worked out once here and carried with the call from now on.
+    const t = (this.dispatcher.classifier ?? builtinClassifier()).of(spec.args);
+    const args = this.keyPrefix ? this.keyPrefix.apply(spec.args, t) : spec.args;
     const cache = this.dispatcher.cache;
     if (cache !== undefined) {
       const o = this.callOptions;
-      if (o !== undefined && (o.cache === false || o.returnBuffers === true)) cache.noteWrite(args);
+      if (o !== undefined && (o.cache === false || o.returnBuffers === true)) cache.noteWrite(args, t);
       else {
-        const r = viaCache(this.dispatcher, o, cache, spec, args, false, () => this.runSpec(spec));
+        const r = viaCache(this.dispatcher, o, cache, spec, args, t, false, () => this.runSpec(spec));
         if (r !== undefined) return r;
       }
     }
-    const kind = commandKind(args);
+    const kind = t.kind;
     if (kind === 'subscribe') {
       return Promise.reject(new TypeError(`${String(args[0])} changes the connection's mode; use pool.subscribe(...), or run it on a leased connection: pool.use(lease => lease.subscribe(...)).`));
     }
@@ -202,17 +121,17 @@ abstract class Runner<S extends string | Buffer = string> {
     }
     let block: number | undefined;
     try {
-      block = spec.blockSeconds ?? (kind === 'blocking' ? blockingSeconds(args) : undefined);
+      block = spec.blockSeconds ?? (kind === 'blocking' ? blockingSeconds(t, args) : undefined);
     } catch (e) {
       return Promise.reject(e);
     }
-    const call = markDurable(resolveCall(this.dispatcher, this.callOptions, block), args);
+    const call = markDurable(resolveCall(this.dispatcher, this.callOptions, block, t), t);
     if (spec.deadline) call.deadline = spec.deadline;
     if (block !== undefined) {
       if (this.dispatcher.runBlocking) return this.dispatcher.runBlocking(args, call).then((v) => applyTransform(spec, v));
       return abortable(this.dispatcher.lease(undefined, args, call.deadline), call.signal, (h) => h.release()).then(async (h) => {
         try {
-          return applyTransform(spec, await sendTraced(h.conn, args, sendOptions(call), 1));
+          return applyTransform(spec, await sendTraced(h.conn, args, call, 1));
         } finally {
           h.release();
         }
@@ -224,12 +143,12 @@ abstract class Runner<S extends string | Buffer = string> {
 
   /** Queues commands and sends them in one write; `exec()` gives each command's value or error, in order. */
   pipeline(): Batch<BatchResult> {
-    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen(), this.keyPrefix, true);
+    return new Batch<BatchResult>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds, call.batch), call, false) as Promise<BatchResult>, this.dispatcher, this.callOptions, false, () => this.ensureOpen(), this.keyPrefix, true);
   }
 
   /** MULTI/EXEC on one exclusive connection; `exec()` resolves to the results, or null if a WATCH aborted it. */
   multi(): Batch<BatchResult | null> {
-    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds), call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen(), this.keyPrefix, true);
+    return new Batch<BatchResult | null>((cmds, call) => this.dispatcher.dispatchBatch(noteWrites(this.dispatcher, cmds, call.batch), call, true), this.dispatcher, this.callOptions, true, () => this.ensureOpen(), this.keyPrefix, true);
   }
 
   /**
@@ -249,82 +168,18 @@ abstract class Runner<S extends string | Buffer = string> {
     }
     return scanKeys((spec) => this.runSpec(spec), options, this.keyPrefix) as AsyncIterableIterator<S>;
   }
-
-  /** Every [field, value] of a hash, with HSCAN (`match` filters fields). */
-  hscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[field: string, value: S]> {
-    return hscanEach((spec) => this.runSpec(spec), key, options) as AsyncIterableIterator<[string, S]>;
-  }
-
-  /** Every member of a set, with SSCAN. */
-  sscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<S> {
-    return sscanEach((spec) => this.runSpec(spec), key, options) as AsyncIterableIterator<S>;
-  }
-
-  /** Every [member, score] of a sorted set, with ZSCAN. */
-  zscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[member: S, score: number]> {
-    return zscanEach((spec) => this.runSpec(spec), key, options) as AsyncIterableIterator<[S, number]>;
-  }
-
-  /** See {@link Scripting.script}. */
-  script(source: string, options: ScriptOptions): Script {
-    const def = defineScript(source, options);
-    return bindScript(def, (spec) => this.runSpec(spec), () => resolveCall(this.dispatcher, this.callOptions, undefined).deadline || undefined);
-  }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 interface Runner<S extends string | Buffer = string> extends Commands<S>, ScanIterators<S>, Scripting {}
 installHelpers(Runner.prototype, 'runSpec');
-
-/**
- * Gives `proto` the Runner's own methods `names`: they read only `dispatcher`, `callOptions`,
- * `keyPrefix` and `runSpec`, which pools and leases have too, so the code is shared.
- */
-function shareRunner(proto: object, names: ReadonlyArray<'scanIterator' | 'hscanIterator' | 'sscanIterator' | 'zscanIterator' | 'script'>): void {
-  for (const name of names) Object.defineProperty(proto, name, { value: Runner.prototype[name], writable: true, configurable: true });
-}
-
-/**
- * `p`, or the signal's reason as soon as it aborts; a value that arrives after the abort is
- * handed to `discard` (e.g. a lease goes back to the pool).
- */
-function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, discard: (v: T) => void): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) {
-    p.then(discard, () => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    let gaveUp = false;
-    const onAbort = () => {
-      gaveUp = true;
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        if (gaveUp) discard(v);
-        else resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        if (!gaveUp) reject(e);
-      },
-    );
-  });
-}
-
-
-/** Send options of one call: a resolved call already has the shape a connection reads (absolute deadline included). */
-export function sendOptions(call: ResolvedCall): SendOptions {
-  return call;
-}
+installSpecMethods(Runner.prototype);
 
 /**
  * What `with(options)` returns: a view whose bulk strings are Buffers with `returnBuffers:
- * true`, strings with `false`, and as before (`S`) when the option is not given.
+ * true`, strings with `false`, and as before (`S`) when the option is not given. (`V` is kept
+ * for compatibility: a lease's `with()` is typed by `LeaseWith` in lease.ts.)
  */
-export interface WithOverloads<S extends string | Buffer, V extends 'view' | 'lease'> {
+export interface WithOverloads<S extends string | Buffer, V extends 'view' | 'lease' = 'view'> {
   /** The same commands with these options merged in; bulk strings come back (and are typed) as Buffers. */
   with(options: CallOptions & { returnBuffers: true }): V extends 'view' ? CommandView<Buffer> : Lease<Buffer>;
   /** The same commands with these options merged in; bulk strings come back as strings. */
@@ -339,8 +194,10 @@ export interface WithOverloads<S extends string | Buffer, V extends 'view' | 'le
 export class CommandView<S extends string | Buffer = string> extends Runner<S> {
   /** @internal */
   constructor(
-    protected readonly dispatcher: Dispatcher,
-    protected readonly callOptions: CallOptions,
+    /** @internal */
+    readonly dispatcher: Dispatcher,
+    /** @internal */
+    readonly callOptions: CallOptions | undefined,
     private readonly open: () => void,
     protected readonly keyPrefix: KeyPrefixer | undefined,
   ) {
@@ -375,7 +232,15 @@ export interface CommandView<S extends string | Buffer = string> extends WithOve
 export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends EventEmitter<Events> {
   protected closed = false;
   protected abstract readonly dispatcher: Dispatcher;
-  protected readonly callOptions: CallOptions | undefined = undefined;
+  private held: CommandView | undefined;
+
+  /**
+   * The pool's own command surface: a view without per-call options. Made on first use, once
+   * the mode's constructor has set the dispatcher and the key prefix.
+   */
+  private get surface(): CommandView {
+    return (this.held ??= new CommandView(this.dispatcher, undefined, () => this.ensureOpen(), this.keyPrefix));
+  }
   /** The `keyPrefix` option, set by each mode's constructor. */
   protected keyPrefix: KeyPrefixer | undefined = undefined;
 
@@ -392,7 +257,7 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
 
   /** @internal */
   runSpec(spec: CommandSpec): Promise<unknown> {
-    return Runner.prototype.runSpec.call(this as unknown as Runner, spec);
+    return this.surface.runSpec(spec);
   }
 
   /**
@@ -409,12 +274,12 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
 
   /** A pipeline: queued commands go out in one write; `exec()` gives each command's value or error. */
   pipeline(): Batch<BatchResult> {
-    return Runner.prototype.pipeline.call(this as unknown as Runner);
+    return this.surface.pipeline();
   }
 
   /** A MULTI/EXEC transaction on one exclusive connection; `exec()` resolves to null when a WATCHed key changed. */
   multi(): Batch<BatchResult | null> {
-    return Runner.prototype.multi.call(this as unknown as Runner);
+    return this.surface.multi();
   }
 
   /**
@@ -436,7 +301,27 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
    * under the prefix are scanned (`match` applies after it) and they are yielded without it.
    */
   scanIterator(options?: ScanOptions): AsyncIterableIterator<string> {
-    return Runner.prototype.scanIterator.call(this as unknown as Runner, options);
+    return this.surface.scanIterator(options);
+  }
+
+  /** Every [field, value] of a hash, with HSCAN (`match` filters fields). */
+  hscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[field: string, value: string]> {
+    return this.surface.hscanIterator(key, options);
+  }
+
+  /** Every member of a set, with SSCAN. */
+  sscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<string> {
+    return this.surface.sscanIterator(key, options);
+  }
+
+  /** Every [member, score] of a sorted set, with ZSCAN. */
+  zscanIterator(key: Arg, options?: Omit<ScanOptions, 'type'>): AsyncIterableIterator<[member: string, score: number]> {
+    return this.surface.zscanIterator(key, options);
+  }
+
+  /** See {@link Scripting.script}. */
+  script(source: string, options: ScriptOptions): Script {
+    return this.surface.script(source, options);
   }
 
   /**
@@ -497,12 +382,10 @@ export abstract class BasePool<Events extends PoolEvents = PoolEvents> extends E
   }
 }
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface BasePool<Events extends PoolEvents = PoolEvents> extends Commands, Omit<ScanIterators, 'scanIterator'>, Scripting {}
+export interface BasePool<Events extends PoolEvents = PoolEvents> extends Commands {}
 installHelpers(BasePool.prototype, 'runSpec');
-shareRunner(BasePool.prototype, ['hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);
 
 export { Batch, batchSendOptions, runBatchOn, Lease, useLease };
-// On a lease the iterators walk the leased connection's node (one master of a cluster; lease.ts
-// has its own scanIterator for that). Here,
-// not in lease.ts: it needs Runner, and lease.ts is evaluated before this module's body.
-shareRunner(Lease.prototype, ['hscanIterator', 'sscanIterator', 'zscanIterator', 'script']);
+export { applyTransform, markDurable, noteWrites, resolveCall, type BatchResult, type Dispatcher, type LeaseHandle } from './call.js';
+/** @deprecated A resolved call is already the connection's send options; pass it as it is. */
+export const sendOptions = <T>(call: T): T => call;

@@ -2,6 +2,7 @@ import type { Connection } from '../connection/connection.js';
 import { PoolClosedError, RedisError, TimeoutError } from '../errors.js';
 import { backoffDelay, type BackoffOptions } from '../pool/backoff.js';
 import type { NodePool } from '../pool/node-pool.js';
+import { Coalescer } from '../retry.js';
 import { formatAddress, type Reply } from '../types.js';
 import { COMMANDS, nameKey, parseNameKey, readFrame, type ResolvedSubscriptionOptions, type SubscriptionKind } from './frames.js';
 import { groupBy, planSubscriptions } from './plan.js';
@@ -104,9 +105,8 @@ export class PubSubHub {
   private readonly entries = new Map<string, Entry>();
   private readonly links = new Map<NodePool, Link>();
   private readonly subs = new Set<Subscription>();
-  private running: Promise<void> | undefined;
-  private again = false;
-  private roundWaiters: Array<() => void> = [];
+  /** Rounds run one at a time; a kick during one asks for one more (retry.ts). */
+  private readonly rounds = new Coalescer(() => this.round());
   private retryTimer: NodeJS.Timeout | undefined;
   private attempt = 0;
   private closed = false;
@@ -215,8 +215,7 @@ export class PubSubHub {
     this.entries.clear();
     for (const l of this.links.values()) l.conn?.destroy();
     this.links.clear();
-    for (const w of this.roundWaiters) w();
-    this.roundWaiters = [];
+    this.rounds.close();
   }
 
   private confirmed(e: Entry): boolean {
@@ -227,27 +226,7 @@ export class PubSubHub {
   /** Starts a round (or asks the running one to go again); resolves when the rounds settle. */
   private kick(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    const done = new Promise<void>((r) => this.roundWaiters.push(r));
-    if (this.running) this.again = true;
-    else this.running = this.loop();
-    return done;
-  }
-
-  private async loop(): Promise<void> {
-    // Nothing may run before `running` is set: a round closes connections, whose close
-    // handlers call kick() synchronously and would start a second, concurrent loop.
-    await Promise.resolve();
-    try {
-      do {
-        this.again = false;
-        await this.round();
-      } while (this.again && !this.closed);
-    } finally {
-      this.running = undefined;
-      const w = this.roundWaiters;
-      this.roundWaiters = [];
-      for (const r of w) r();
-    }
+    return this.rounds.request();
   }
 
   private markLost(e: Entry, reason: string, at: number): void {
@@ -387,7 +366,7 @@ export class PubSubHub {
         for (const k of group) link.adding.delete(k);
         if (err instanceof RedisError && err.code === 'MOVED') {
           this.placement.moved?.(err, pool);
-          this.again = true;
+          void this.rounds.request();
           return true;
         }
         this.report(group, err as Error, isPermanent(err));
@@ -415,7 +394,7 @@ export class PubSubHub {
         }
       }
       // Names that went away while the command was out are dropped again by the next round.
-      if (group.some((k) => !this.entries.has(k))) this.again = true;
+      if (group.some((k) => !this.entries.has(k))) void this.rounds.request();
       for (const [s, info] of regained) s.emit('resubscribed', info);
       return true;
     });

@@ -1,9 +1,10 @@
 import type { Connection } from '../connection/connection.js';
-import { isReadOnlyCommand } from '../commands/retry.js';
+import { builtinClassifier, carried } from '../commands/traits.js';
 import { sendTraced } from '../diagnostics.js';
-import { ConnectionError, PoolClosedError, RedisError, TimeoutError } from '../errors.js';
-import { remaining, type ResolvedCall } from '../pool/call-options.js';
-import { LaneDispatcher, laneWithin, mayRetry, nothingWritten } from '../pool/lane-dispatcher.js';
+import { ConnectionError, RedisError } from '../errors.js';
+import type { ResolvedCall } from '../pool/call-options.js';
+import { LaneDispatcher, laneWithin } from '../pool/lane-dispatcher.js';
+import { noneWritten, retryOrThrow } from '../retry.js';
 import { runBatchOn } from '../pool/batch.js';
 import { resolveCall, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/call.js';
 import type { Arg, Reply } from '../types.js';
@@ -47,11 +48,11 @@ export class MasterDispatcher extends LaneDispatcher {
   /** `attempt`: how many times the command was sent already (diagnostics_channel counts on from it). */
   private async dispatchLoop(args: Arg[], call: ResolvedCall, started: number, readonlyRetried: boolean, attempt: number): Promise<Reply> {
     for (;;) {
-      if (this.held(args)) await this.gate.wait(call, String(args[0]));
+      if (this.held(args, call)) await this.gate.wait(call, String(args[0]));
       let conn: Connection | undefined;
       try {
         conn = this.node.laneSync() ?? (await this.laneFor(call, args));
-        if (this.held(args)) continue; // a switch began while we connected
+        if (this.held(args, call)) continue; // a switch began while we connected
         return await sendTraced(conn, args, call, ++attempt);
       } catch (err) {
         if (err instanceof RedisError && err.code === 'READONLY') {
@@ -71,9 +72,9 @@ export class MasterDispatcher extends LaneDispatcher {
    * Whether this command must wait. The write fence holds writes only: the old master still
    * answers reads with all the data it has, so a stalled failover does not take reads down too.
    */
-  private held(args: readonly Arg[]): boolean {
+  private held(args: readonly Arg[], call: ResolvedCall): boolean {
     if (this.gate.isOpen) return false;
-    return !(this.pool.isFenced() && isReadOnlyCommand(args));
+    return !(this.pool.isFenced() && carried(call.traits, args).readOnly);
   }
 
   private onFailure(err: unknown, conn: Connection): void {
@@ -106,7 +107,7 @@ export class MasterDispatcher extends LaneDispatcher {
       const conn = await this.tryLane(call, ['PIPELINE'], started);
       if (conn === undefined || !this.gate.isOpen) continue;
       const results = (await runBatchOn(conn, cmds, call, false, ++attempt))!;
-      if (nothingWritten(results)) {
+      if (noneWritten(results)) {
         this.onFailure(results[0], conn);
         this.retryOrThrow(results[0], ['PIPELINE'], call, started);
         continue;
@@ -132,28 +133,38 @@ export class MasterDispatcher extends LaneDispatcher {
 export class ReplicaDispatcher implements Dispatcher {
   readonly commandTimeout: number;
   readonly replicasOnly = true;
+  readonly classifier = builtinClassifier();
   constructor(private readonly pool: SentinelHost) {
     this.commandTimeout = pool.o.data.commandTimeout;
   }
 
+  /**
+   * Each attempt goes to the next replica (round robin over the healthy ones); whether a failed
+   * one may go again, and the error once the call's time is up, are the rule every mode
+   * follows (retry.ts), so a replica's fault reads as the master's would.
+   */
   async dispatch(args: Arg[], call: ResolvedCall): Promise<Reply> {
-    let last: unknown;
-    let attempt = 0;
-    const tries = Math.max(1, this.pool.replicaCount());
-    for (let i = 0; i <= tries; i++) {
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
       const node = this.pool.pickReplica();
       try {
         const conn = node.laneSync() ?? (await laneWithin(node, call, args, !this.pool.o.offlineQueue, 'replica '));
-        return await sendTraced(conn, args, call, ++attempt);
+        return await sendTraced(conn, args, call, attempt);
       } catch (err) {
-        last = err;
-        if (this.pool.isClosed()) throw new PoolClosedError(undefined, { cause: err });
-        if (err instanceof TimeoutError || !(err instanceof ConnectionError)) throw err;
-        if (!mayRetry(err, args, call)) throw err;
-        if (remaining(call) <= 0) throw err;
+        retryOrThrow(err, {
+          name: String(args[0]),
+          deadline: call.deadline,
+          signal: call.signal,
+          idempotent: call.idempotent,
+          readOnly: carried(call.traits, args).readOnly,
+          started,
+          window: this.pool.o.data.connectTimeout,
+          address: node.target,
+          role: 'replica ',
+          closed: this.pool.isClosed(),
+        });
       }
     }
-    throw last;
   }
 
   async dispatchBatch(cmds: Arg[][], call: ResolvedCall, transaction: boolean): Promise<BatchResult | null> {

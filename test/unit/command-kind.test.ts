@@ -1,6 +1,8 @@
 /** Which commands call() refuses or sends on an exclusive connection. */
 import { describe, expect, it } from 'vitest';
-import { commandKind, shownName } from '../../src/commands/blocking.js';
+import { shownName, traitsOf } from '../../src/commands/traits.js';
+
+const commandKind = (args: string[]) => traitsOf(args).kind;
 
 describe('commandKind', () => {
   it.each([

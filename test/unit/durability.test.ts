@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { DurabilityError, isNotExecuted, RedisError } from '../../src/index.js';
 import { CommandRegistry } from '../../src/commands/command-table.js';
-import { mayResend } from '../../src/commands/retry.js';
+import { mayResend } from '../../src/retry.js';
 import { needsConfirmation, shortMessage, waitOutcome, waitTimeout } from '../../src/connection/durability.js';
 import { checkDurability, confirmsWrite, DurabilityCounters, effectiveDurability, isDurableWrite } from '../../src/pool/durability.js';
 import { checkCallOptions } from '../../src/pool/call-options.js';
