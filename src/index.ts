@@ -6,7 +6,8 @@
  */
 export { StandalonePool, type StandaloneOptions, type StandaloneStats, type CommonOptions } from './standalone.js';
 // Classes whose instances the pools hand out (their constructors are internal): types only.
-export type { BasePool, Batch, CommandView, Lease, BatchResult, PoolEvents, WithOverloads } from './pool/surface.js';
+export type { BasePool, Batch, CommandView, Lease, PoolEvents, WithOverloads } from './pool/surface.js';
+export type { BatchResult } from './pool/call.js';
 export type { CallOptions } from './pool/call-options.js';
 export type { DedicatedConnection, DedicatedOptions } from './pool/dedicated.js';
 export type { PoolOptions } from './pool/options.js';

@@ -363,8 +363,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     }
   }
 
-  /** Asks for the master again (see {@link MasterTracker.requestRefresh}). */
-  requestRefresh(reason: DetectedBy, hold: boolean): void {
+  /** Asks for the master again: the tracker coalesces re-checks; with `hold`, commands wait for it. */
+  private requestRefresh(reason: DetectedBy, hold: boolean): void {
     this.tracker.requestRefresh(reason, hold);
   }
 
