@@ -77,18 +77,33 @@ export const keyAnd = (command: string, what: readonly string[], transform?: Com
   return { args: [command, key(h, a[0]), ...what.map((w, i) => arg(h, w, a[i + 1]))], transform };
 };
 
-/** A key then fixed arguments, each checked by its own reader (an integer count, a numeric increment, …). */
-export const keyThen = (
-  command: string,
-  readers: ReadonlyArray<readonly [what: string, read: (h: HelperRef, what: string, v: unknown) => Arg]>,
-  transform?: CommandSpec['transform'],
-): Build => (a, h) => {
-  atLeast(h, a, 1 + readers.length);
-  atMost(h, a, 1 + readers.length);
-  const args: Arg[] = [command, key(h, a[0])];
-  for (let i = 0; i < readers.length; i++) args.push(readers[i]![1](h, readers[i]![0], a[i + 1]));
-  return transform ? { args, transform } : { args };
-};
+/** How a positional argument is checked: `arg`, `int` or `numeric` from helper-args. */
+type Reader = (h: HelperRef, what: string, v: unknown) => Arg;
+
+/**
+ * A key then one or two fixed arguments, each checked by its own reader (an integer count, a
+ * numeric increment, …). Written out per count, not looped: INCRBY and HINCRBY are hot.
+ */
+export function keyThen(command: string, readers: readonly [readonly [string, Reader]], transform?: CommandSpec['transform']): Build;
+export function keyThen(command: string, readers: readonly [readonly [string, Reader], readonly [string, Reader]], transform?: CommandSpec['transform']): Build;
+export function keyThen(command: string, readers: ReadonlyArray<readonly [string, Reader]>, transform?: CommandSpec['transform']): Build {
+  const [w1, r1] = readers[0]!;
+  if (readers.length === 1) {
+    return (a, h) => {
+      atLeast(h, a, 2);
+      atMost(h, a, 2);
+      const args: Arg[] = [command, key(h, a[0]), r1(h, w1, a[1])];
+      return transform ? { args, transform } : { args };
+    };
+  }
+  const [w2, r2] = readers[1]!;
+  return (a, h) => {
+    atLeast(h, a, 3);
+    atMost(h, a, 3);
+    const args: Arg[] = [command, key(h, a[0]), r1(h, w1, a[1]), r2(h, w2, a[2])];
+    return transform ? { args, transform } : { args };
+  };
+}
 
 /** A key and at least one more item (members, fields, values), arrays flattened. */
 export const keyAndList = (command: string, what: string, transform?: CommandSpec['transform']): Build => (a, h) => {

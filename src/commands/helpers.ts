@@ -130,7 +130,11 @@ export const HELPER_NAMES = Object.keys(TABLE) as readonly HelperName[];
 
 /** The helpers with trailing `undefined` arguments dropped first. */
 export const HELPERS: { readonly [K in HelperName]: (...a: unknown[]) => CommandSpec } = Object.fromEntries(
-  HELPER_NAMES.map((name) => [name, (...a: unknown[]) => buildWith(TABLE[name].build, a, REFS[name])]),
+  HELPER_NAMES.map((name) => {
+    const build = TABLE[name].build;
+    const h = REFS[name];
+    return [name, (...a: unknown[]) => buildWith(build, a, h)];
+  }),
 ) as { [K in HelperName]: (...a: unknown[]) => CommandSpec };
 
 /**
