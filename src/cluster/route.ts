@@ -38,7 +38,12 @@ const SEND: MultiSlotPlan = { action: 'send' };
 export function routeCommand(registry: CommandRegistry, args: readonly Arg[], t?: CommandTraits): KeyedRoute {
   const traits = t ?? classifierFor(registry).of(args);
   const keys = keysOf(traits, args);
-  return { name: traits.lower, traits, info: traits.info, keys, slot: keys.length ? keySlot(keys[0]!) : undefined, readOnly: traits.readOnly };
+  let slot = keys.length ? keySlot(keys[0]!) : undefined;
+  // PUBLISH reaches every node whichever receives it (the cluster bus broadcasts it), but
+  // messages sent to different nodes can overtake each other: sent to the master of the
+  // channel's slot, one channel's messages keep their order, as SPUBLISH's do.
+  if (slot === undefined && traits.lower === 'publish' && args.length >= 2) slot = keySlot(args[1]!);
+  return { name: traits.lower, traits, info: traits.info, keys, slot, readOnly: traits.readOnly };
 }
 
 /**
