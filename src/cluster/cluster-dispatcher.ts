@@ -40,6 +40,7 @@ export type { ClusterHost } from './cluster-host.js';
  */
 export class ClusterDispatcher implements Dispatcher {
   readonly commandTimeout: number;
+  readonly retryWindow: number;
   /** Writes go to masters only; each node's lane flush gets its own WAIT. */
   readonly durability: Durability | undefined;
   readonly durabilityCounters: DurabilityCounters;
@@ -50,6 +51,7 @@ export class ClusterDispatcher implements Dispatcher {
 
   constructor(private readonly h: ClusterHost) {
     this.commandTimeout = h.o.data.commandTimeout;
+    this.retryWindow = h.o.data.connectTimeout;
     this.durability = h.o.durability;
     this.durabilityCounters = h.o.durabilityCounters;
     this.classifier = classifierFor(h.registry);

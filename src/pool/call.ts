@@ -39,6 +39,8 @@ export interface Dispatcher {
   lease(key: Arg | undefined, args?: readonly Arg[], deadline?: number): Promise<LeaseHandle>;
   /** Default deadline of a call in ms (0 = none). */
   readonly commandTimeout: number;
+  /** How long a call without a deadline may keep retrying (ms; the pool's `connectTimeout`). */
+  readonly retryWindow?: number;
   /**
    * The pool's `durability` (undefined = off, and always for dispatchers that only read, such as
    * Sentinel `role: 'replica'`: a WAIT never goes to a replica).

@@ -10,7 +10,7 @@ import { sendTraced } from '../diagnostics.js';
 import { ConnectionError, PoolClosedError, RedisError } from '../errors.js';
 import { checkKnown, checkObject } from '../options.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
-import { mayRetry, remaining } from '../retry.js';
+import { retryOrThrow } from '../retry.js';
 import { resolveCall, type Dispatcher } from './call.js';
 
 /** Options of {@link BasePool.dedicated}. */
@@ -147,6 +147,7 @@ export class DedicatedConnection {
     const setName = t.name === 'CLIENT SETNAME' && args.length === 3;
     // Its reply depends on the connection's transaction state (MULTI, EXEC, DISCARD, WATCH, UNWATCH): never re-routed.
     const transactional = t.state !== undefined && t.state !== 'reset' && t.state !== 'other';
+    const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       let conn: Connection | undefined;
       try {
@@ -176,7 +177,15 @@ export class DedicatedConnection {
         if (err instanceof PoolClosedError) {
           throw new ConnectionError(`The node ${conn ? formatAddress(conn.address) + ' ' : ''}left the pool; ${String(args[0])} was not sent.`, { cause: err, ...(conn ? { address: conn.address } : {}) });
         }
-        if (attempt >= 3 || remaining(call) <= 0 || !mayRetry(err, t.readOnly, call.idempotent) || this.inMulti) throw err;
+        // Inside a MULTI nothing goes again; otherwise the rule every mode uses: what provably did
+        // not run (or a read) goes again while the call's deadline (or, without one, the retry
+        // window) lasts, and a call out of time says so with a TimeoutError naming the node.
+        const address = conn?.address ?? (err as { address?: NodeAddress }).address;
+        if (this.inMulti || address === undefined) throw err;
+        retryOrThrow(err, {
+          name: String(args[0]), deadline: call.deadline, signal: call.signal, idempotent: call.idempotent, readOnly: t.readOnly,
+          started, window: this.dispatcher.retryWindow ?? 0, address, closed: false,
+        });
       }
     }
   }

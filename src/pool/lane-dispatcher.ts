@@ -54,7 +54,7 @@ export class LaneDispatcher implements Dispatcher {
   constructor(
     protected readonly node: NodePool,
     readonly commandTimeout: number,
-    private readonly retryWindow: number,
+    readonly retryWindow: number,
     private readonly isClosed: () => boolean,
     protected readonly failFast = false,
     readonly durability: Durability | undefined = undefined,

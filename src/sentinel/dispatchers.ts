@@ -132,10 +132,12 @@ export class MasterDispatcher extends LaneDispatcher {
  */
 export class ReplicaDispatcher implements Dispatcher {
   readonly commandTimeout: number;
+  readonly retryWindow: number;
   readonly replicasOnly = true;
   readonly classifier = builtinClassifier();
   constructor(private readonly pool: SentinelHost) {
     this.commandTimeout = pool.o.data.commandTimeout;
+    this.retryWindow = pool.o.data.connectTimeout;
   }
 
   /**
