@@ -5,20 +5,12 @@ import { sameAddress, type MasterAnswer } from './discovery.js';
 import { blindWindow, epochAfterSwitch, judgeAnswer } from './master-view.js';
 import type { SentinelSignal } from './messages.js';
 import type { ResolvedSentinelOptions } from './options.js';
-import type { DetectedBy } from './sentinel-host.js';
+import type { DetectedBy, FailoverEvent } from './sentinel-host.js';
 
 const key = formatAddress;
 
-/** What the tracker reports of a switch (the pool's `failover` event). */
-export interface SwitchInfo {
-  masterName: string;
-  from: NodeAddress;
-  to: NodeAddress;
-  detectedBy: DetectedBy;
-  at: number;
-  fenced: boolean;
-  blindMs: number | undefined;
-}
+/** What the tracker reports of a switch: the pool's `failover` event. */
+export type SwitchInfo = FailoverEvent;
 
 /** The events the tracker emits through its pool. */
 export interface TrackerEvents {

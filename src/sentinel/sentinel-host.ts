@@ -1,4 +1,5 @@
 import type { NodePool } from '../pool/node-pool.js';
+import type { NodeAddress } from '../types.js';
 import type { Gate } from './gate.js';
 import type { ResolvedSentinelOptions } from './options.js';
 
@@ -8,6 +9,33 @@ import type { ResolvedSentinelOptions } from './options.js';
  * pool's watch connection to it and ROLE then said master), whoever led the failover.
  */
 export type DetectedBy = 'pubsub' | 'poll' | 'readonly' | 'reconnect' | 'promotion';
+
+/** Emitted once per master switch, after the pool points at the new master and no command can reach the old one. */
+export interface FailoverEvent {
+  /** The monitored master's name, as given to `create()`. */
+  masterName: string;
+  /** The old master. */
+  from: NodeAddress;
+  /** The new master, verified with ROLE; commands go here from now on. */
+  to: NodeAddress;
+  /** What noticed the switch: a sentinel message, the periodic poll, a READONLY reply, a reconnect, or the promotion itself. */
+  detectedBy: DetectedBy;
+  /** Epoch ms of the switch. */
+  at: number;
+  /**
+   * True when writes to the old master stopped before the promotion (the write fence, engaged
+   * by the failover leader's messages): no acknowledged write can be lost to this failover.
+   * False when the switch was detected after the promotion; see `blindMs`.
+   */
+  fenced: boolean;
+  /**
+   * How long (ms) the old master could still take writes after the promotion, before the pool
+   * stopped sending to it: writes acknowledged in that window (and those in flight) are lost
+   * when the old master resyncs. 0 when fenced; undefined when the pool cannot tell (it did
+   * not see the promotion itself, e.g. `watchReplicas: false`).
+   */
+  blindMs: number | undefined;
+}
 
 /**
  * What Sentinel's dispatchers need from the pool: the master's node pool, the gate that holds

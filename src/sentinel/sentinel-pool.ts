@@ -11,7 +11,7 @@ import { KeyPrefixer } from '../commands/key-prefix.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
 import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
 import { MasterDispatcher, ReplicaDispatcher } from './dispatchers.js';
-import type { DetectedBy, SentinelHost } from './sentinel-host.js';
+import type { DetectedBy, FailoverEvent, SentinelHost } from './sentinel-host.js';
 import { Gate } from './gate.js';
 import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
@@ -27,34 +27,7 @@ import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '..
 import { ZoneTracker, type ZoneReadStats } from '../pool/zones.js';
 import type { ReadChoice } from '../pool/read-from.js';
 
-export type { DetectedBy } from './sentinel-host.js';
-
-/** Emitted once per master switch, after the pool points at the new master and no command can reach the old one. */
-export interface FailoverEvent {
-  /** The monitored master's name, as given to `create()`. */
-  masterName: string;
-  /** The old master. */
-  from: NodeAddress;
-  /** The new master, verified with ROLE; commands go here from now on. */
-  to: NodeAddress;
-  /** What noticed the switch: a sentinel message, the periodic poll, a READONLY reply, a reconnect, or the promotion itself. */
-  detectedBy: DetectedBy;
-  /** Epoch ms of the switch. */
-  at: number;
-  /**
-   * True when writes to the old master stopped before the promotion (the write fence, engaged
-   * by the failover leader's messages): no acknowledged write can be lost to this failover.
-   * False when the switch was detected after the promotion; see `blindMs`.
-   */
-  fenced: boolean;
-  /**
-   * How long (ms) the old master could still take writes after the promotion, before the pool
-   * stopped sending to it: writes acknowledged in that window (and those in flight) are lost
-   * when the old master resyncs. 0 when fenced; undefined when the pool cannot tell (it did
-   * not see the promotion itself, e.g. `watchReplicas: false`).
-   */
-  blindMs: number | undefined;
-}
+export type { DetectedBy, FailoverEvent } from './sentinel-host.js';
 
 /** Events of a {@link SentinelPool}. */
 export interface SentinelEvents extends PoolEvents {
