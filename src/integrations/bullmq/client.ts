@@ -8,23 +8,15 @@
 import { EventEmitter } from 'node:events';
 import { Readable } from 'node:stream';
 import type { IRedisClient } from 'bullmq';
-import { ConnectionError, PoolClosedError, type Arg, type BasePool, type DedicatedConnection, type Reply, type Script } from '../../index.js';
+import { ConnectionError, PoolClosedError, type Arg, type DedicatedConnection, type Reply } from '../../index.js';
 import { hashTagOf, keysPerMaster, onNodeOf } from './cluster.js';
 import {
   checkOptions, cursorReply, flatRecord, flatWithScores, members, popTuple, scoreString, scriptArgs, streamsReply, toArg, xaddArgs, xreadArgs,
 } from './replies.js';
 import { BullMQTransaction } from './transaction.js';
+import type { BullMQPool, ScriptRegistry } from './types.js';
 
-/** The pools `asBullMQ` works on: `StandalonePool`, `SentinelPool`, `ClusterPool`. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type BullMQPool = BasePool<any>;
-
-/** A script registered by `defineCommand`, shared by a handle and its duplicates. */
-export interface ScriptEntry {
-  script: Script;
-  numberOfKeys: number;
-}
-export type ScriptRegistry = Map<string, ScriptEntry>;
+export type { BullMQPool, ScriptEntry, ScriptRegistry } from './types.js';
 
 /** What a handle shares with its duplicates. */
 interface Shared {

@@ -5,7 +5,7 @@
  * these find one from `CLUSTER SLOTS`.
  */
 import { keySlot, type Reply } from '../../index.js';
-import type { BullMQPool } from './client.js';
+import type { BullMQPool } from './types.js';
 
 /** A key whose slot is in [from, to]: `{0}`, `{1}` … (about three tries for a third of the slots). */
 function keyInRange(from: number, to: number): string {

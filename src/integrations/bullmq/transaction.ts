@@ -6,7 +6,7 @@
 import type { IRedisTransaction } from 'bullmq';
 import type { Arg, Batch, BatchResult, Reply } from '../../index.js';
 import { checkOptions, cursorReply, flatRecord, members, scriptArgs } from './replies.js';
-import type { ScriptRegistry } from './client.js';
+import type { ScriptRegistry } from './types.js';
 
 /** Each entry as ioredis gives it: `[error, null]` or `[null, value]`. */
 export type ExecEntry = [Error | null, unknown];
