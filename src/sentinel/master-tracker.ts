@@ -1,7 +1,7 @@
 import { ConnectionError, AllSentinelsDownError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { formatAddress, type NodeAddress } from '../types.js';
-import { sameAddress, type MasterAnswer } from './discovery.js';
+import { RoleMismatchError, sameAddress, type MasterAnswer } from './discovery.js';
 import { blindWindow, epochAfterSwitch, judgeAnswer } from './master-view.js';
 import type { SentinelSignal } from './messages.js';
 import type { ResolvedSentinelOptions } from './options.js';
@@ -268,8 +268,12 @@ export class MasterTracker {
         await this.d.verify(current);
         this.openGate();
         return true;
-      } catch {
-        // Ours is no master either (the sentinels were reset and their epochs restarted): follow them.
+      } catch (err) {
+        // Only a master that says it is a replica now is no master (the sentinels were reset and
+        // their epochs restarted): then follow them. A check that failed (a timeout, a dropped
+        // connection: a node busy right after its promotion) proves nothing, and the stale
+        // answer's node may still say master: ask again later rather than go back to it.
+        if (!(err instanceof RoleMismatchError)) return false;
       }
     }
     if (this.pin && Date.now() > this.pin.until) this.pin = undefined;

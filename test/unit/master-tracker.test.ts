@@ -4,7 +4,8 @@
  * sequences the integration tests reach only by luck of timing.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { MasterAnswer } from '../../src/sentinel/discovery.js';
+import { ConnectionError } from '../../src/errors.js';
+import { RoleMismatchError, type MasterAnswer } from '../../src/sentinel/discovery.js';
 import { MasterTracker, type MasterTrackerDeps, type SwitchInfo, type TrackerEvents } from '../../src/sentinel/master-tracker.js';
 import type { NodeAddress } from '../../src/types.js';
 
@@ -76,7 +77,8 @@ function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
       calls.verify.push(k(a));
       const r = roles.get(k(a));
       if (r === 'master') return;
-      throw new Error(`${k(a)} reports role ${r}`);
+      if (r === 'slave') throw new RoleMismatchError(`${k(a)} reports role slave, not master`, { address: a });
+      throw new ConnectionError(`${k(a)} did not answer ROLE within sentinelTimeout`, { address: a });
     },
     isClosed: () => closed,
     emit: (event, payload) => void events.push({ event, payload }),
@@ -195,6 +197,38 @@ describe('never a stale view', () => {
     await settle();
     expect(h.tracker.configEpoch).toBe(4);
     expect(h.switches).toHaveLength(1);
+    await h.close();
+  });
+
+  it('a check of the current master that fails (a timeout right after its promotion) does not send the pool back to the stale answer', async () => {
+    const h = harness({ fenceTimeout: 1 });
+    h.roles.set(k(B), 'master');
+    h.tracker.onReplicaLost(B, Date.now());
+    await settle();
+    expect(h.node.target).toEqual(B);
+    await vi.advanceTimersByTimeAsync(10);
+    h.roles.set(k(B), 'down'); // busy: ROLE times out
+    h.setAnswer({ address: A, sentinel: S1, epoch: 3 }); // A still says master
+    h.tracker.requestRefresh('reconnect', true);
+    await vi.advanceTimersByTimeAsync(300);
+    expect(h.node.swaps).toEqual([B]);
+    h.roles.set(k(B), 'master');
+    await vi.advanceTimersByTimeAsync(5000); // the held re-check is retried and finds B again
+    expect(h.node.target).toEqual(B);
+    expect(h.gate.isOpen).toBe(true);
+    expect(h.switches).toHaveLength(1);
+    await h.close();
+  });
+
+  it('the current master says it is a replica now and the sentinels, reset, name another at a lower epoch: followed', async () => {
+    const h = harness({ epoch: 7 });
+    h.roles.set(k(A), 'slave');
+    h.roles.set(k(C), 'master');
+    h.setAnswer({ address: C, sentinel: S1, epoch: 0 });
+    h.tracker.requestRefresh('readonly', true);
+    await settle();
+    expect(h.node.swaps).toEqual([C]);
+    expect(h.tracker.configEpoch).toBe(0);
     await h.close();
   });
 
