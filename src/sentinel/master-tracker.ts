@@ -283,7 +283,9 @@ export class MasterTracker {
         await this.d.verify(current);
         this.openGate();
         return true;
-      } catch {
+      } catch (err) {
+        // As above: only a replica's answer ends the pin; a failed check is asked again later.
+        if (!(err instanceof RoleMismatchError)) return false;
         this.pin = undefined;
       }
     }
