@@ -39,7 +39,7 @@ import type Dockerode from 'dockerode';
 import { redisImage } from './container-image.js';
 import { ContainerNode, DATA_DIR } from './container-node.js';
 import { registerTlsAddress, unregisterTlsAddress } from './mini-client.js';
-import { dataNodeConfig, harnessTls, sentinelConfig } from './node-config.js';
+import { dataNodeConfig, harnessTls, sentinelConfigs } from './node-config.js';
 import { freeClusterPort, freePort } from './ports.js';
 import { confQuote, PortInUseError } from './process-node.js';
 import { trackDir, trackExitHook, untrackDir, untrackExitHook } from './reaper.js';
@@ -248,30 +248,9 @@ export function startSentinelContainers(options: SentinelOptions): Promise<Senti
       dataNodeConfig({ port, dir, password: o.masterPassword, replicaOf, tls: o.tls });
     const master = group.add('server', masterPort!, o.masterPassword, dataConfig(masterPort!, undefined), o.tls);
     const replicas = replicaPorts.map((p) => group.add('server', p, o.masterPassword, dataConfig(p, masterPort), o.tls));
-    // As in the process backend: pre-assigned ids, so every sentinel knows the others from the start.
-    const ids = sentinelPorts.map(() => randomBytes(20).toString('hex'));
     const sentinelPassword = defaultUserPassword(o.sentinelAcl, undefined);
-    const sentinels = sentinelPorts.map((port, i) =>
-      group.add('sentinel', port, sentinelPassword, (dir) =>
-        sentinelConfig({
-          port,
-          dir,
-          myid: ids[i]!,
-          masterName: o.masterName,
-          masterPort: masterPort!,
-          quorum: o.quorum,
-          downAfterMs: o.downAfterMs,
-          failoverTimeoutMs: o.failoverTimeoutMs,
-          masterPassword: o.masterPassword,
-          replicaPorts,
-          otherSentinels: sentinelPorts.map((p, j) => ({ port: p, id: ids[j]! })).filter((_, j) => j !== i),
-          acl: o.sentinelAcl,
-          sentinelPassword,
-          tls: o.tls,
-        }),
-        o.tls,
-      ),
-    );
+    const configs = sentinelConfigs({ ...o, acl: o.sentinelAcl, sentinelPassword }, masterPort!, replicaPorts, sentinelPorts);
+    const sentinels = sentinelPorts.map((port, i) => group.add('sentinel', port, sentinelPassword, configs[i]!, o.tls));
     const dataNodes = [master, ...replicas];
     await withLogs(group.nodes, (async () => {
       await group.start(dataNodes);

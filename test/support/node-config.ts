@@ -4,6 +4,7 @@
  * and the container backend (`container-backend.ts`, the same files under `/data` in the
  * container), so both backends run identically configured servers.
  */
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { confQuote, renderConfig, type HarnessTls } from './process-node.js';
 import type { TopologyTls } from './topology-types.js';
@@ -84,6 +85,39 @@ export function sentinelConfig(c: SentinelConfig): string {
   if (c.sentinelPassword !== undefined) lines.push(['sentinel sentinel-pass', confQuote(c.sentinelPassword)]);
   lines.push(...(c.acl ?? []));
   return renderConfig(lines);
+}
+
+/** What the sentinels of one topology share. */
+export interface SentinelSet {
+  masterName: string;
+  quorum: number;
+  downAfterMs: number;
+  failoverTimeoutMs: number;
+  masterPassword?: string | undefined;
+  acl?: readonly string[] | undefined;
+  sentinelPassword?: string | undefined;
+  tls?: TopologyTls | undefined;
+}
+
+/**
+ * One config builder (by the node's directory) per sentinel of a topology, for either backend.
+ * Pre-assigned sentinel ids let every sentinel list the others (and the replicas) as known from
+ * the start, instead of discovering them through hello messages (2 s rounds) and master INFO
+ * (10 s rounds).
+ */
+export function sentinelConfigs(set: SentinelSet, masterPort: number, replicaPorts: readonly number[], sentinelPorts: readonly number[]): Array<(dir: string) => string> {
+  const ids = sentinelPorts.map(() => randomBytes(20).toString('hex'));
+  return sentinelPorts.map((port, i) => (dir: string) =>
+    sentinelConfig({
+      ...set,
+      port,
+      dir,
+      myid: ids[i]!,
+      masterPort,
+      replicaPorts,
+      otherSentinels: sentinelPorts.map((p, j) => ({ port: p, id: ids[j]! })).filter((_, j) => j !== i),
+    }),
+  );
 }
 
 /** The certificate the nodes present for `serverCert`. */

@@ -17,7 +17,6 @@
  * testcontainers' GenericContainer on the host network, with the same config
  * (`node-config.ts`); see `container-backend.ts` and `npm run test:containers`.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -25,7 +24,7 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { registerTlsAddress, unregisterTlsAddress } from './mini-client.js';
 import { freeClusterPort, freePort } from './ports.js';
-import { dataNodeConfig, harnessTls, sentinelConfig } from './node-config.js';
+import { dataNodeConfig, harnessTls, sentinelConfigs } from './node-config.js';
 import { confQuote, PortInUseError, ProcessNode } from './process-node.js';
 import { trackDir, untrackDir } from './reaper.js';
 import { redisBinaries, type RedisBinaries } from './redis-binaries.js';
@@ -113,32 +112,9 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
         dataNodeConfig({ port, dir, password: o.masterPassword, replicaOf, tls: o.tls });
       const master = group.add('server', masterPort!, o.masterPassword, dataConfig(undefined), o.tls);
       const replicas = replicaPorts.map((p) => group.add('server', p, o.masterPassword, dataConfig(masterPort), o.tls));
-      // Pre-assigned sentinel ids let every sentinel list the others (and the
-      // replicas) as known from the start, instead of discovering them through
-      // hello messages (2 s rounds) and master INFO (10 s rounds).
-      const ids = sentinelPorts.map(() => randomBytes(20).toString('hex'));
       const sentinelPassword = defaultUserPassword(o.sentinelAcl, undefined);
-      const sentinels = sentinelPorts.map((port, i) =>
-        group.add('sentinel', port, sentinelPassword, (dir) =>
-          sentinelConfig({
-            port,
-            dir,
-            myid: ids[i]!,
-            masterName: o.masterName,
-            masterPort: masterPort!,
-            quorum: o.quorum,
-            downAfterMs: o.downAfterMs,
-            failoverTimeoutMs: o.failoverTimeoutMs,
-            masterPassword: o.masterPassword,
-            replicaPorts,
-            otherSentinels: sentinelPorts.map((p, j) => ({ port: p, id: ids[j]! })).filter((_, j) => j !== i),
-            acl: o.sentinelAcl,
-            sentinelPassword,
-            tls: o.tls,
-          }),
-          o.tls,
-        ),
-      );
+      const configs = sentinelConfigs({ ...o, acl: o.sentinelAcl, sentinelPassword }, masterPort!, replicaPorts, sentinelPorts);
+      const sentinels = sentinelPorts.map((port, i) => group.add('sentinel', port, sentinelPassword, configs[i]!, o.tls));
       const dataNodes = [master, ...replicas];
       for (const n of dataNodes) n.spawn();
       await withLogs(group.nodes, (async () => {
