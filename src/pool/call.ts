@@ -7,6 +7,9 @@ import type { Connection } from '../connection/connection.js';
 import type { CommandSpec, ScanOptions } from '../commands/helpers.js';
 import type { KeyPrefixer } from '../commands/key-prefix.js';
 import type { ClientCache } from '../cache/client-cache.js';
+import { carried } from '../commands/traits.js';
+import { retryOrThrow } from '../retry.js';
+import type { NodeAddress } from '../types.js';
 import type { CommandClassifier, CommandTraits } from '../commands/traits.js';
 import type { Arg, Reply } from '../types.js';
 import type { CallOptions, ResolvedCall } from './call-options.js';
@@ -111,3 +114,27 @@ export function applyTransform(spec: CommandSpec, value: Reply): unknown {
 
 /** Races are retry.ts's (the one timer race and its signal counterpart). */
 export { abortable } from '../retry.js';
+
+/**
+ * The retry rule (retry.ts) after a failed attempt of `call`: every dispatcher describes the
+ * attempt the same way, from the call itself. Throws unless it may go again now.
+ */
+export function retryCallOrThrow(
+  err: unknown,
+  args: readonly Arg[],
+  call: ResolvedCall,
+  at: { started: number; window: number; address: NodeAddress; closed: boolean; role?: string; readOnly?: boolean },
+): void {
+  retryOrThrow(err, {
+    name: String(args[0]),
+    deadline: call.deadline,
+    signal: call.signal,
+    idempotent: call.idempotent,
+    readOnly: at.readOnly ?? carried(call.traits, args).readOnly,
+    started: at.started,
+    window: at.window,
+    address: at.address,
+    role: at.role,
+    closed: at.closed,
+  });
+}

@@ -10,8 +10,7 @@ import { sendTraced } from '../diagnostics.js';
 import { ConnectionError, PoolClosedError, RedisError } from '../errors.js';
 import { checkKnown, checkObject } from '../options.js';
 import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.js';
-import { retryOrThrow } from '../retry.js';
-import { resolveCall, type Dispatcher } from './call.js';
+import { resolveCall, retryCallOrThrow, type Dispatcher } from './call.js';
 
 /** Options of {@link BasePool.dedicated}. */
 export interface DedicatedOptions {
@@ -182,10 +181,7 @@ export class DedicatedConnection {
         // window) lasts, and a call out of time says so with a TimeoutError naming the node.
         const address = conn?.address ?? (err as { address?: NodeAddress }).address;
         if (this.inMulti || address === undefined) throw err;
-        retryOrThrow(err, {
-          name: String(args[0]), deadline: call.deadline, signal: call.signal, idempotent: call.idempotent, readOnly: t.readOnly,
-          started, window: this.dispatcher.retryWindow ?? 0, address, closed: false,
-        });
+        retryCallOrThrow(err, args, call, { started, window: this.dispatcher.retryWindow ?? 0, address, closed: false, readOnly: t.readOnly });
       }
     }
   }

@@ -1,14 +1,14 @@
-import { builtinClassifier, carried } from '../commands/traits.js';
+import { builtinClassifier } from '../commands/traits.js';
 import { sendTraced } from '../diagnostics.js';
 import { NodeUnreachableError, overloadError, QueueFullError } from '../errors.js';
-import { noneWritten, retryOrThrow, withinDeadline } from '../retry.js';
+import { noneWritten, withinDeadline } from '../retry.js';
 import { formatAddress, type Arg, type Reply } from '../types.js';
 import type { Connection } from '../connection/connection.js';
 import type { ResolvedCall } from './call-options.js';
 import type { NodePool } from './node-pool.js';
 import type { Durability, DurabilityCounters } from './durability.js';
 import { runBatchOn } from './batch.js';
-import type { BatchResult, Dispatcher, LeaseHandle } from './call.js';
+import { retryCallOrThrow, type BatchResult, type Dispatcher, type LeaseHandle } from './call.js';
 
 /**
  * A ready lane of `node` within the call's deadline: the one way every mode waits for a
@@ -89,17 +89,7 @@ export class LaneDispatcher implements Dispatcher {
 
   /** Throws unless the failed attempt may be retried within the call's budget (the rule of retry.ts). */
   protected retryOrThrow(err: unknown, args: readonly Arg[], call: ResolvedCall, started: number): void {
-    retryOrThrow(err, {
-      name: String(args[0]),
-      deadline: call.deadline,
-      signal: call.signal,
-      idempotent: call.idempotent,
-      readOnly: carried(call.traits, args).readOnly,
-      started,
-      window: this.retryWindow,
-      address: this.node.target,
-      closed: this.isClosed(),
-    });
+    retryCallOrThrow(err, args, call, { started, window: this.retryWindow, address: this.node.target, closed: this.isClosed() });
   }
 
   /** A lane for this attempt, or undefined when connecting failed in a way that may be retried (else it throws). */

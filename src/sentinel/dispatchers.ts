@@ -4,9 +4,9 @@ import { sendTraced } from '../diagnostics.js';
 import { ConnectionError, RedisError } from '../errors.js';
 import type { ResolvedCall } from '../pool/call-options.js';
 import { LaneDispatcher, laneWithin } from '../pool/lane-dispatcher.js';
-import { noneWritten, retryOrThrow } from '../retry.js';
+import { noneWritten } from '../retry.js';
 import { runBatchOn } from '../pool/batch.js';
-import { resolveCall, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/call.js';
+import { resolveCall, retryCallOrThrow, type BatchResult, type Dispatcher, type LeaseHandle } from '../pool/call.js';
 import type { Arg, Reply } from '../types.js';
 import type { Gate } from './gate.js';
 import type { SentinelHost } from './sentinel-host.js';
@@ -153,18 +153,7 @@ export class ReplicaDispatcher implements Dispatcher {
         const conn = node.laneSync() ?? (await laneWithin(node, call, args, !this.pool.o.offlineQueue, 'replica '));
         return await sendTraced(conn, args, call, attempt);
       } catch (err) {
-        retryOrThrow(err, {
-          name: String(args[0]),
-          deadline: call.deadline,
-          signal: call.signal,
-          idempotent: call.idempotent,
-          readOnly: carried(call.traits, args).readOnly,
-          started,
-          window: this.pool.o.data.connectTimeout,
-          address: node.target,
-          role: 'replica ',
-          closed: this.pool.isClosed(),
-        });
+        retryCallOrThrow(err, args, call, { started, window: this.retryWindow, address: node.target, role: 'replica ', closed: this.pool.isClosed() });
       }
     }
   }
