@@ -10,8 +10,8 @@
  *   per-op latency measured by `process.hrtime.bigint()` around each await.
  * - `percentile()`, `summarize()`, `markdownTable()`, `systemInfo()`.
  * - Cluster clients behind one interface (`haClusterClient()`, `ioredisClusterClient()`,
- *   `nodeRedisClusterClient()`) and `clusterFlushall()` / `clusterDbsize()`, for cluster.ts and
- *   cluster-scale.ts.
+ *   `nodeRedisClusterClient()`, `bareClusterClient()`) and `clusterFlushall()` /
+ *   `clusterDbsize()`, for cluster.ts and cluster-scale.ts.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -21,6 +21,7 @@ import path from 'node:path';
 import { Cluster } from 'ioredis';
 import { createCluster } from 'redis';
 import { ClusterPool } from '../../src/index.js';
+import { BareCluster } from './bare-client.js';
 import type { ClusterTopology } from '../support/topology.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -559,6 +560,22 @@ export async function nodeRedisClusterClient(seeds: string[]): Promise<ClusterBe
     close: async () => {
       await c.close().catch(() => c.destroy());
     },
+  };
+}
+
+/**
+ * The yardstick (bare-client.ts): one bare socket per master from the first seed's CLUSTER SLOTS.
+ * Its "pipeline" is every SET sent in one tick, so each master's share goes out in one write.
+ */
+export async function bareClusterClient(seeds: string[]): Promise<ClusterBenchClient> {
+  const [host, port] = seeds[0]!.split(':');
+  const c = await BareCluster.connect({ host: host!, port: Number(port) });
+  return {
+    name: 'bare pipelined client (1 socket per master)',
+    set: (k, v) => c.send(['SET', k, v]),
+    get: (k) => c.send(['GET', k]),
+    pipeline: (keys, value) => Promise.all(keys.map((k) => c.send(['SET', k, value]).catch((e: unknown) => e))),
+    close: () => c.close(),
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * Standalone throughput / latency benchmark: redis-ha-pool vs ioredis vs node-redis vs
- * redis-benchmark, against one redis-server this script starts and stops itself.
+ * redis-benchmark vs `bare` (test/bench/bare-client.ts: the thinnest correct pipelined client on
+ * node:net, the yardstick), against one redis-server this script starts and stops itself.
  *
  *   npm run bench                       # full run (200k ops per cell, 20k at concurrency 1)
  *   BENCH_OPS=20000 npm run bench       # quick run (c=1 cells get BENCH_OPS/10)
@@ -11,7 +12,7 @@
  * (both from test/support/topology.ts `startStandalone()`, same config but for the TLS lines;
  * certificates from `makeTestCerts()`, clients verify them against the test CA), and the
  * report is one table of ops/s and client CPU per op, TCP beside TLS, with the TLS/TCP ratios.
- * Defaults then: BENCH_CONCURRENCY 50,500 and BENCH_ONLY ha,ioredis,ioredis-ap,node-redis
+ * Defaults then: BENCH_CONCURRENCY 50,500 and BENCH_ONLY ha,ioredis,ioredis-ap,node-redis,bare
  * (redis-benchmark is not run); BENCH_ROUNDS alternates which transport goes first. One round of
  * the default 200k ops takes ~1.5 min on 2 cores; ops/s swing a lot on a shared machine, so for
  * published figures use BENCH_ROUNDS=3 (~4-5 min) and read the per-round noise table.
@@ -24,7 +25,9 @@
  * Environment:
  *   BENCH_OPS          ops per cell at concurrency > 1 (default 200000); also redis-benchmark -n
  *   BENCH_OPS_C1       ops per cell at concurrency 1 (default BENCH_OPS / 10)
- *   BENCH_ONLY         comma list of clients: ha, ha-lanes2, ioredis, ioredis-ap, node-redis, redis-benchmark
+ *   BENCH_ONLY         comma list of clients: ha, ha-lanes2, ioredis, ioredis-ap, node-redis, bare,
+ *                      ha-traced, redis-benchmark; bare-2 (the bare client on 2 sockets, beside
+ *                      ha-lanes2) only when named
  *   BENCH_CONCURRENCY  comma list of concurrencies (default 1,50,500)
  *   BENCH_OP           set, get or set,get (default both)
  *   BENCH_ROUNDS       run every client (and redis-benchmark) this many times, in rotated
@@ -38,8 +41,10 @@
  * (tsx-transformed code reports most functions at line 1; for line-level attribution compile
  * src/ + test/bench/ with tsc into a folder under node_modules/ and profile the .js instead.)
  *
- * Output: the main table (median over rounds), client CPU µs per op (process.cpuUsage, more
- * robust than ops/s on a shared machine) and, with BENCH_ROUNDS > 1, ops/s of every round.
+ * Output: the main table (median over rounds) with each row's ops/s ÷ bare's for the same op and
+ * in-flight count ("× bare": the share of the Node-side ceiling a client keeps), client CPU µs
+ * per op (process.cpuUsage, more robust than ops/s on a shared machine) and, with
+ * BENCH_ROUNDS > 1, ops/s of every round.
  * After each client the server's INFO commandstats must match the SET/GET count the client
  * completed, and every reply is checked ('OK' / the value), so a client cannot look fast by
  * dropping or short-circuiting commands. The exit code is 1 if anything failed.
@@ -55,6 +60,7 @@ import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import dc from 'node:diagnostics_channel';
 import { DIAGNOSTICS_CHANNELS, StandalonePool, type CommandTraceContext } from '../../src/index.js';
+import { BareClient } from './bare-client.js';
 import {
   envInt, envList, fmtInt, fmtMs, installCleanupHandlers, markdownTable, median, parseInfo, pinSelf, runTracked, runWorkers,
   startRedisServer, summarize, systemInfo, type RedisServerHandle, type Summary,
@@ -69,7 +75,7 @@ const TRACE_MODE = ARGS.includes('--trace');
 const OPS = envInt('BENCH_OPS', 200_000);
 const OPS_C1 = envInt('BENCH_OPS_C1', Math.max(1, Math.round(OPS / 10)));
 const CONCURRENCIES = [...(envList('BENCH_CONCURRENCY') ?? new Set(TLS_MODE ? ['50', '500'] : ['1', '50', '500']))].map(Number).sort((a, b) => a - b);
-const ONLY = envList('BENCH_ONLY') ?? (TLS_MODE ? new Set(['ha', 'ioredis', 'ioredis-ap', 'node-redis']) : TRACE_MODE ? new Set(['ha', 'ha-traced']) : undefined);
+const ONLY = envList('BENCH_ONLY') ?? (TLS_MODE ? new Set(['ha', 'ioredis', 'ioredis-ap', 'node-redis', 'bare']) : TRACE_MODE ? new Set(['ha', 'ha-traced']) : undefined);
 const OPS_FILTER = envList('BENCH_OP') ?? new Set(['set', 'get']);
 const VALUE_BYTES = 64;
 const VALUE = 'v'.repeat(VALUE_BYTES);
@@ -98,6 +104,8 @@ interface ClientSpec {
   label: string;
   /** ioredis configs are the baseline of the ratio column. */
   baseline?: boolean;
+  /** Runs only when BENCH_ONLY names it. */
+  optIn?: boolean;
   open(port: number, tls: BenchTls): Promise<BenchClient>;
 }
 
@@ -107,6 +115,9 @@ interface BenchServer {
   port: number;
   command(args: readonly (string | number)[]): Promise<unknown>;
 }
+
+/** The yardstick: every table gives each row's ops/s ÷ this client's for the same cell. */
+const BARE_ID = 'bare';
 
 const CLIENTS: ClientSpec[] = [
   {
@@ -182,7 +193,32 @@ const CLIENTS: ClientSpec[] = [
       };
     },
   },
+  {
+    id: BARE_ID,
+    label: 'bare pipelined client (1 socket)',
+    open: (port, tls) => openBare(port, tls, 1),
+  },
+  {
+    id: 'bare-2',
+    label: 'bare pipelined client (2 sockets)',
+    optIn: true,
+    open: (port, tls) => openBare(port, tls, 2),
+  },
 ];
+
+async function openBare(port: number, tls: BenchTls, connections: number): Promise<BenchClient> {
+  const client = await BareClient.connect({ host: '127.0.0.1', port, connections, ...(tls ? { tls } : {}) });
+  return {
+    set: (k, v) => client.send(['SET', k, v]),
+    get: (k) => client.send(['GET', k]),
+    close: () => client.close(),
+  };
+}
+
+/** Clients of this run: BENCH_ONLY's, or every one that is not opt-in. */
+function selectedClients(): ClientSpec[] {
+  return CLIENTS.filter((c) => (ONLY ? ONLY.has(c.id) : !c.optIn));
+}
 
 /** A subscriber doing what an APM agent does per command: a start time, a duration at asyncEnd, a count. */
 function subscribeTracer(): () => void {
@@ -225,6 +261,8 @@ async function openIoredis(port: number, tls: BenchTls, autoPipelining: boolean)
 }
 
 interface Row {
+  /** ClientSpec id ('redis-benchmark' for its rows): what scripts/bench-ab.sh reads from BENCH_JSON. */
+  id: string;
   client: string;
   /** 'tcp' except for the TLS cells of --tls. */
   transport: 'tcp' | 'tls';
@@ -305,7 +343,7 @@ async function benchClient(spec: ClientSpec, server: BenchServer, tls?: BenchTls
         const cpu = process.cpuUsage(cpu0);
         sent[name] += ops;
         const s = summarize(r);
-        record({ client: spec.label, transport, baseline: spec.baseline ?? false, op: name, concurrency: c, inFlight: String(c), ops, bad: r.bad }, s, (cpu.user + cpu.system) / ops);
+        record({ id: spec.id, client: spec.label, transport, baseline: spec.baseline ?? false, op: name, concurrency: c, inFlight: String(c), ops, bad: r.bad }, s, (cpu.user + cpu.system) / ops);
         process.stderr.write(`  ${label.padEnd(34)} ${name} c=${String(c).padEnd(3)} ${fmtInt(s.opsPerSec).padStart(9)} ops/s  p50 ${fmtMs(s.p50Ms)}  p99 ${fmtMs(s.p99Ms)} ms${r.bad ? `  (${r.bad} WRONG REPLIES)` : ''}\n`);
         if (r.bad) failures.push(`${label} ${name} c=${c}: ${r.bad} wrong replies`);
       }
@@ -347,6 +385,7 @@ async function benchRedisBenchmark(server: RedisServerHandle, pipeline: number):
       maxMs: Number(cells[col('max_latency_ms')]),
     };
     record({
+      id: 'redis-benchmark',
       client: `redis-benchmark (-c ${conns} -P ${pipeline})`,
       transport: 'tcp',
       baseline: false,
@@ -368,16 +407,17 @@ function printReport(info: ReturnType<typeof systemInfo>, serverVersion: string,
     const k = `${r.op}@${r.concurrency}`;
     best.set(k, Math.max(best.get(k) ?? 0, r.s.opsPerSec));
   }
+  const bare = bareOpsPerSec(rows);
   const opOrder = (op: string) => (op === 'SET' ? 0 : 1);
   const sorted = [...rows].sort((a, b) => opOrder(a.op) - opOrder(b.op) || a.concurrency - b.concurrency || rows.indexOf(a) - rows.indexOf(b));
   const table = markdownTable(
-    ['client', 'op', 'in flight', 'ops/s', 'p50 ms', 'p99 ms', 'ratio vs best ioredis'],
+    ['client', 'op', 'in flight', 'ops/s', 'p50 ms', 'p99 ms', 'ratio vs best ioredis', '× bare'],
     sorted.map((r) => {
       const b = best.get(`${r.op}@${r.concurrency}`);
       const ratio = b ? (r.s.opsPerSec / b).toFixed(2) + (r.note ? '*' : '') : '-';
-      return [r.client, r.op, r.inFlight, fmtInt(r.s.opsPerSec), fmtMs(r.s.p50Ms), fmtMs(r.s.p99Ms), ratio];
+      return [r.client, r.op, r.inFlight, fmtInt(r.s.opsPerSec), fmtMs(r.s.p50Ms), fmtMs(r.s.p99Ms), ratio, timesBare(r, r.s.opsPerSec, bare)];
     }),
-    ['left', 'left', 'right', 'right', 'right', 'right', 'right'],
+    ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right'],
   );
   const out: string[] = [];
   out.push('');
@@ -392,9 +432,9 @@ function printReport(info: ReturnType<typeof systemInfo>, serverVersion: string,
   out.push('');
   out.push(table);
   out.push('');
-  out.push(`ratio = ops/s ÷ the faster of ioredis (default, enableAutoPipelining) for the same op and concurrency.`);
+  out.push(`ratio = ops/s ÷ the faster of ioredis (default, enableAutoPipelining) for the same op and concurrency; × bare = ops/s ÷ the bare pipelined client's (test/bench/bare-client.ts, one socket) for the same op and concurrency: the share of the Node-side ceiling a client keeps.`);
   if (rows.some((r) => r.note)) {
-    out.push(`\\* redis-benchmark rows: compared with ioredis at 50 in flight; "50×32" = 50 connections × 32 pipelined commands (1600 in flight), and its latencies are per request as redis-benchmark reports them (C client, no event-loop or promise overhead: the ceiling).`);
+    out.push(`\\* redis-benchmark rows: compared with ioredis and bare at 50 in flight; "50×32" = 50 connections × 32 pipelined commands (1600 in flight), and its latencies are per request as redis-benchmark reports them (C client, no event-loop or promise overhead: the ceiling).`);
   }
   const inProc = sorted.filter((r) => r.cpu.length > 0);
   if (inProc.length) {
@@ -427,6 +467,19 @@ function printReport(info: ReturnType<typeof systemInfo>, serverVersion: string,
   if (jsonPath) {
     writeFileSync(jsonPath, JSON.stringify({ info, serverVersion, ops: OPS, opsC1: OPS_C1, rounds: ROUNDS, rows }, null, 2));
   }
+}
+
+/** ops/s of the bare client per transport, op and concurrency (medians over the rounds). */
+function bareOpsPerSec(rows: ReadonlyArray<Row>): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const r of rows) if (r.id === BARE_ID) m.set(`${r.transport}|${r.op}@${r.concurrency}`, med(r).opsPerSec);
+  return m;
+}
+
+/** `ops/s ÷ bare's` for the row's cell, '-' when bare did not run it. */
+function timesBare(r: Row, opsPerSec: number, bare: ReadonlyMap<string, number>): string {
+  const b = bare.get(`${r.transport}|${r.op}@${r.concurrency}`);
+  return b ? (opsPerSec / b).toFixed(2) + (r.note ? '*' : '') : '-';
 }
 
 /** --trace: per op and in-flight count, redis-ha-pool without and with the tracing subscriber. */
@@ -466,15 +519,16 @@ function printTlsReport(info: ReturnType<typeof systemInfo>, serverVersion: stri
     .filter((p): p is { tcp: Row; tls: Row } => p.tcp !== undefined && p.tls !== undefined)
     .sort((a, b) => opOrder(a.tcp.op) - opOrder(b.tcp.op) || a.tcp.concurrency - b.tcp.concurrency);
   const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : '-');
+  const bare = bareOpsPerSec([...cells.values()]);
   const table = markdownTable(
-    ['client', 'op', 'in flight', 'ops/s TCP', 'ops/s TLS', 'TLS/TCP', 'CPU µs/op TCP', 'CPU µs/op TLS', 'CPU TLS/TCP', 'CPU Δ µs/op'],
+    ['client', 'op', 'in flight', 'ops/s TCP', 'ops/s TLS', 'TLS/TCP', 'CPU µs/op TCP', 'CPU µs/op TLS', 'CPU TLS/TCP', 'CPU Δ µs/op', '× bare TCP', '× bare TLS'],
     rows.map(({ tcp, tls }) => {
       const [o0, o1] = [med(tcp).opsPerSec, med(tls).opsPerSec];
       const [c0, c1] = [median(tcp.cpu), median(tls.cpu)];
       const delta = c1 - c0;
-      return [tcp.client, tcp.op, tcp.inFlight, fmtInt(o0), fmtInt(o1), ratio(o1, o0), c0.toFixed(2), c1.toFixed(2), ratio(c1, c0), `${delta >= 0 ? '+' : ''}${delta.toFixed(2)}`];
+      return [tcp.client, tcp.op, tcp.inFlight, fmtInt(o0), fmtInt(o1), ratio(o1, o0), c0.toFixed(2), c1.toFixed(2), ratio(c1, c0), `${delta >= 0 ? '+' : ''}${delta.toFixed(2)}`, timesBare(tcp, o0, bare), timesBare(tls, o1, bare)];
     }),
-    ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+    ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
   );
   const out: string[] = [
     '',
@@ -489,7 +543,7 @@ function printTlsReport(info: ReturnType<typeof systemInfo>, serverVersion: stri
     '',
     table,
     '',
-    'TLS/TCP = ops/s over TLS ÷ ops/s over plain TCP (higher is better; 1.00 = TLS costs nothing). CPU µs/op = user + system time of this Node process ÷ ops (TLS encryption runs on the Node main thread, so it shows here), CPU TLS/TCP its ratio (lower is better) and CPU Δ what TLS adds per op in absolute terms (a fixed cost per op weighs more, relatively, on a client that spends less per op).',
+    'TLS/TCP = ops/s over TLS ÷ ops/s over plain TCP (higher is better; 1.00 = TLS costs nothing). CPU µs/op = user + system time of this Node process ÷ ops (TLS encryption runs on the Node main thread, so it shows here), CPU TLS/TCP its ratio (lower is better) and CPU Δ what TLS adds per op in absolute terms (a fixed cost per op weighs more, relatively, on a client that spends less per op). × bare = ops/s ÷ the bare pipelined client\'s on the same transport, op and concurrency.',
   ];
   if (ROUNDS > 1) {
     out.push('', 'ops/s per round (noise check):', '', markdownTable(
@@ -513,7 +567,7 @@ async function mainTls(info: ReturnType<typeof systemInfo>, startedLoad: string,
   const { makeTestCerts, startStandalone } = await import('../support/topology.js');
   const { sendCommand } = await import('../support/mini-client.js');
   const certs = await makeTestCerts();
-  const specs = CLIENTS.filter((c) => !ONLY || ONLY.has(c.id));
+  const specs = selectedClients();
   let version = '?';
   for (let round = 0; round < ROUNDS; round++) {
     for (const transport of round % 2 ? (['tls', 'tcp'] as const) : (['tcp', 'tls'] as const)) {
@@ -566,7 +620,7 @@ async function main(): Promise<void> {
   const server = await startRedisServer({ cpus: serverCpus });
   process.stderr.write(`redis-server ${server.version} pid ${server.pid} on 127.0.0.1:${server.port}; node ${info.node}; ${info.cpu}; ${pinned}\n`);
   try {
-    const specs = CLIENTS.filter((c) => !ONLY || ONLY.has(c.id));
+    const specs = selectedClients();
     for (let round = 0; round < ROUNDS; round++) {
       if (ROUNDS > 1) process.stderr.write(`round ${round + 1}/${ROUNDS}\n`);
       const order = specs.map((_, i) => specs[(i + round) % specs.length]!);
