@@ -75,7 +75,7 @@ export class Lanes<C extends LaneConnection> {
     const n = this.slots.length;
     const gen = this.host.generation;
     let ready: C | undefined;
-    let pending: Promise<C> | undefined;
+    const pending: Array<Promise<C>> = [];
     for (let i = 0; i < n; i++) {
       const slot = this.slots[(this.rr + i) % n]!;
       const c = slot.conn;
@@ -83,14 +83,13 @@ export class Lanes<C extends LaneConnection> {
         ready ??= c;
         continue;
       }
-      const p = slot.connecting ?? this.connect(slot);
-      pending ??= p;
+      pending.push(slot.connecting ?? this.connect(slot));
     }
     if (ready !== undefined) {
       this.rr++;
       return Promise.resolve(ready);
     }
-    return pending!;
+    return pending.length === 1 ? pending[0]! : firstFulfilled(pending);
   }
 
   private connect(slot: Slot<C>): Promise<C> {
@@ -185,4 +184,18 @@ export class Lanes<C extends LaneConnection> {
     }
     await Promise.all(closing);
   }
+}
+
+/** The first of `ps` to fulfil; when all reject, the first rejection. */
+function firstFulfilled<T>(ps: ReadonlyArray<Promise<T>>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let left = ps.length;
+    let first: { error: unknown } | undefined;
+    for (const p of ps) {
+      p.then(resolve, (error: unknown) => {
+        first ??= { error };
+        if (--left === 0) reject(first.error);
+      });
+    }
+  });
 }

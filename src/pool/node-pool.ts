@@ -120,9 +120,6 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       get target() {
         return pool.current;
       },
-      get generation() {
-        return pool.gen;
-      },
       timeoutMs: connOpts.connectTimeout,
       resolve: (address, deadline) => connOpts.auth.resolve({ address, role: connOpts.role }, deadline),
       connections: () => this.all,
@@ -211,27 +208,35 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
       const target = this.current;
       const epoch = this.auth.current;
       const moves = this.handoffs.moves;
-      let conn: Connection;
+      let conn: Connection | undefined;
       try {
         conn = await this.connect(target, this.connOpts, this.hooks.handshake, this.closing.signal);
+        if (this.closed || gen !== this.gen || moves !== this.handoffs.moves) {
+          conn.destroy();
+          if (this.closed) return Connection.closedPlaceholder(this.current, this.connOpts);
+          continue; // the target moved while we connected: connect to the new one
+        }
+        conn.generation = gen;
+        conn.authEpoch = epoch;
+        // Its credentials were fetched before a reauthenticate() that ran meanwhile: it logs in
+        // again before anyone gets it (a command must not run on credentials being rotated out).
+        while (this.auth.stale(conn)) {
+          await this.auth.refresh(conn);
+          if (this.closed || gen !== this.gen) {
+            conn.destroy();
+            if (this.closed) return Connection.closedPlaceholder(this.current, this.connOpts);
+            continue;
+          }
+        }
       } catch (err) {
+        conn?.destroy(err as Error);
         if (this.closed) return Connection.closedPlaceholder(this.current, this.connOpts);
         if (gen === this.gen) this.failures++;
         this.lastCreateError = err as Error;
         this.emit('error', err as Error);
         throw err;
       }
-      if (this.closed || gen !== this.gen || moves !== this.handoffs.moves) {
-        conn.destroy();
-        if (this.closed) return Connection.closedPlaceholder(this.current, this.connOpts);
-        continue; // the target moved while we connected: connect to the new one
-      }
       this.failures = 0;
-      conn.generation = gen;
-      conn.authEpoch = epoch;
-      // Its credentials were fetched before a reauthenticate() that ran meanwhile: AUTH goes out
-      // now, ahead of any command, since nobody holds the connection yet.
-      if (this.auth.stale(conn)) void this.auth.refresh(conn).catch((e: Error) => conn.destroy(e));
       this.all.add(conn);
       this.hooks.onConnection?.(conn);
       const mode = this.hooks.mode ?? 'standalone';

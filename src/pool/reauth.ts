@@ -10,8 +10,6 @@ export interface AuthConnection {
   readonly pending: number;
   /** RESP2 in subscribed mode: AUTH is refused there. */
   readonly subscribedResp2: boolean;
-  /** The node pool's generation it was opened in. */
-  generation: number;
   /** The last re-authentication round it logged in for (or was opened after). */
   authEpoch: number;
   reauthenticate(creds: Credentials | null, deadline: number): Promise<void>;
@@ -23,9 +21,8 @@ export interface AuthHost<C> {
   /** Whether credentials can change at all (a provider); otherwise re-authentication is a no-op. */
   readonly dynamic: boolean;
   readonly closed: boolean;
-  /** Where connections go now, and the generation of that target. */
+  /** Where connections go now. */
   readonly target: NodeAddress;
-  readonly generation: number;
   /** Asks the credentials provider for this node. */
   resolve(address: NodeAddress, deadline: number): Promise<Credentials | null>;
   /** How long a fetch plus AUTH may take (`connectTimeout`; 0 = no limit). */
@@ -60,8 +57,10 @@ export class Reauthenticator<C extends AuthConnection> {
   }
 
   /**
-   * One round: the provider is asked once for the current target, and every live connection of
-   * that target nobody holds logs in with it. Rejects with the first refusal
+   * One round: the provider is asked once for the current target, and every live connection
+   * nobody holds logs in with it. A swap during the round leaves nothing for it to do: the old
+   * target's connections are closed or held by then, and the new one's were opened after the
+   * round began, with credentials of their own. Rejects with the first refusal
    * (`AuthenticationError`); connections that closed meanwhile need nothing (their successors
    * fetch credentials themselves).
    */
@@ -70,15 +69,11 @@ export class Reauthenticator<C extends AuthConnection> {
     const epoch = ++this.epoch;
     const deadline = this.deadline();
     const target = this.host.target;
-    const gen = this.host.generation;
     const creds = await this.host.resolve(target, deadline);
     const sends: Array<Promise<void>> = [];
     // No await between the check and send(): a connection lent out meanwhile is not touched.
     for (const conn of this.host.connections()) {
       if (this.host.held(conn) || !conn.ready || conn.authEpoch >= epoch) continue;
-      // Credentials are per node: those fetched for the target before a swap are not sent to
-      // the new one (its connections were opened after this round began, with their own).
-      if (conn.generation !== gen) continue;
       if (conn.subscribedResp2) {
         // RESP2 refuses AUTH in subscribed mode: the pub/sub hub resubscribes on a new connection,
         // which logs in with the fresh credentials.
