@@ -7,6 +7,7 @@
  * of them: one replication round trip per batch, not per command. The connection holds the
  * replies of those writes until the WAIT answers; everything here is the pure part of that.
  */
+import { transactionRole } from '../commands/traits.js';
 import type { Reply } from '../types.js';
 
 /** What a durable write asks for: `replicas` replicas must confirm it within `timeout` ms. */
@@ -98,7 +99,7 @@ export function waitTimeout(timeout: number, earliest: number, now: number): num
  * transaction: nothing was written).
  */
 export function needsConfirmation(name: string, reply: Reply): boolean {
-  if (reply === null && name.length === 4 && name.toUpperCase() === 'EXEC') return false;
+  if (reply === null && transactionRole(name) === 'end') return false;
   return true;
 }
 
