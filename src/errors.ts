@@ -237,6 +237,16 @@ export class CrossSlotError extends Error {
 }
 
 /**
+ * Whether a failed attempt may have reached the server: its reply was lost after the write
+ * (`UncertainWriteError`, a `TimeoutError` marked `sent`), or the caller knows it was (`sent`).
+ * A plain `ConnectionError` and an unsent `TimeoutError` prove it never left. The one "was it
+ * written" rule: the retry rules (retry.ts, which re-exports it) and {@link isNotExecuted} use it.
+ */
+export function wasWritten(err: unknown, sent = false): boolean {
+  return sent || err instanceof UncertainWriteError || (err instanceof TimeoutError && err.sent);
+}
+
+/**
  * True when the error proves the command was not executed by the server (safe to retry):
  * redirections and refusals (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, READONLY, LOADING, MASTERDOWN,
  * NOREPLICAS), connection failures before the write, unsent timeouts, and refusals by the pool.
@@ -250,9 +260,8 @@ export function isNotExecuted(err: unknown): boolean {
     }
     return false;
   }
-  if (err instanceof UncertainWriteError) return false;
-  if (err instanceof ConnectionError) return true;
-  if (err instanceof TimeoutError) return !err.sent;
+  // A connection failure or a timeout: not executed when it was never written (the one rule, wasWritten).
+  if (err instanceof ConnectionError || err instanceof TimeoutError) return !wasWritten(err);
   // Refused before anything was written.
   if (err instanceof PoolClosedError || err instanceof QueueFullError || err instanceof CrossSlotError) return true;
   // Every attempt was refused or redirected before running: none executed.

@@ -6,7 +6,7 @@
  * cluster's flights all decide with these, so the same fault gives the same error in every mode.
  */
 import {
-  AuthenticationError, ConnectionError, NodeUnreachableError, PoolClosedError, ProtocolError, TimeoutError, UncertainWriteError,
+  AuthenticationError, ConnectionError, NodeUnreachableError, PoolClosedError, ProtocolError, TimeoutError, wasWritten,
 } from './errors.js';
 import { formatAddress, type NodeAddress } from './types.js';
 
@@ -14,14 +14,9 @@ import { formatAddress, type NodeAddress } from './types.js';
 // Was it written? May it be re-sent?
 // ---------------------------------------------------------------------------------------
 
-/**
- * Whether a failed attempt may have reached the server: its reply was lost after the write
- * (`UncertainWriteError`, a `TimeoutError` marked `sent`), or the caller knows it was (`sent`).
- * A plain `ConnectionError` and an unsent `TimeoutError` prove it never left.
- */
-export function wasWritten(err: unknown, sent = false): boolean {
-  return sent || err instanceof UncertainWriteError || (err instanceof TimeoutError && err.sent);
-}
+// The rule itself lives with the error classes (errors.ts), so that the public `isNotExecuted`
+// shares it without importing this file.
+export { wasWritten };
 
 /** True when a pipeline's connection broke before any of it was written: the whole batch may go again. */
 export function noneWritten(results: readonly unknown[]): boolean {
@@ -236,17 +231,35 @@ export interface CoalescerOptions {
   onError?: (err: unknown) => void;
 }
 
+interface Deferred {
+  promise: Promise<void>;
+  resolve(): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
 /**
- * One run at a time (a refresh, a reconcile round): {@link request} starts a run, or, while one
- * is under way, asks for exactly one more right after it, however many requests came
- * meanwhile. With `minInterval`, runs start at least that far apart (a storm of triggers costs
- * a bounded number of runs). Each request resolves once the runs settle, so a caller knows a
- * run that began after its request has finished.
+ * One run at a time (a refresh, a re-check, a reconcile round): {@link request} starts a run,
+ * or, while one is under way, asks for exactly one more right after it, however many requests
+ * came meanwhile. A request made before the run that will serve it has started (while the
+ * loop waits out `minInterval`) is served by that run: it costs nothing more. With
+ * `minInterval`, runs start at least that far apart (a storm of triggers costs a bounded number
+ * of runs). {@link request} resolves once the runs settle; {@link next} as soon as one run that
+ * began after it has finished.
  */
 export class Coalescer {
   #running: Promise<void> | undefined;
+  /** Between a run's start and its end: a request then asks for one more. */
+  #inRun = false;
   #again = false;
-  #waiters: Array<() => void> = [];
+  /** Requests waiting for the loop to settle, the next run to finish, the loop to end at all. */
+  #settled: Deferred | undefined;
+  #nextRun: Deferred | undefined;
+  #idle: Deferred | undefined;
   #lastStart = -Infinity;
   #timer: NodeJS.Timeout | undefined;
   #wake: (() => void) | undefined;
@@ -263,7 +276,12 @@ export class Coalescer {
     return this.#running !== undefined;
   }
 
-  /** Runs started so far. */
+  /** One more run is asked for after the one under way (a run may end early to let it start). */
+  get pending(): boolean {
+    return this.#again;
+  }
+
+  /** Runs started so far (with those {@link noteStart} counted). */
   get runs(): number {
     return this.#runs;
   }
@@ -271,19 +289,54 @@ export class Coalescer {
   /** Starts a run, or asks for one more after the current one; resolves when the runs settle. */
   request(): Promise<void> {
     if (this.#closed) return Promise.resolve();
-    const done = new Promise<void>((r) => this.#waiters.push(r));
-    if (this.#running) this.#again = true;
-    else this.#running = this.#loop();
-    return done;
+    this.#settled ??= deferred();
+    this.#ask();
+    return this.#settled.promise;
   }
 
-  /** Stops: no further run starts, a wait for `minInterval` ends, and every request resolves now. */
+  /**
+   * Asks for a run as {@link request} does, but resolves as soon as a run that started after
+   * this call has finished (or at {@link close}): a caller waiting for fresh state is not kept
+   * waiting by the further runs that later triggers ask for.
+   */
+  next(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#nextRun ??= deferred();
+    this.#ask();
+    return this.#nextRun.promise;
+  }
+
+  /**
+   * A run made outside the coalescer (a first load) started now: it counts in {@link runs}, and
+   * the next run waits `minInterval` from now.
+   */
+  noteStart(): void {
+    this.#lastStart = Date.now();
+    this.#runs++;
+  }
+
+  /** Resolves once no run is under way, without asking for one (at once when none is). */
+  idle(): Promise<void> {
+    if (!this.#running) return Promise.resolve();
+    this.#idle ??= deferred();
+    return this.#idle.promise;
+  }
+
+  /**
+   * Stops: no further run starts, a wait for `minInterval` ends, and every request resolves now.
+   * A run under way goes on to its end ({@link idle}).
+   */
   close(): void {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#wake?.();
     this.#settle();
+  }
+
+  #ask(): void {
+    if (this.#inRun) this.#again = true;
+    else this.#running ??= this.#loop();
   }
 
   async #loop(): Promise<void> {
@@ -298,17 +351,28 @@ export class Coalescer {
         if (this.#closed) break;
         this.#lastStart = Date.now();
         this.#runs++;
+        // This run serves every `next()` asked so far; those asked during it wait for the one after.
+        const served = this.#nextRun;
+        this.#nextRun = undefined;
+        this.#inRun = true;
         try {
           await this.run();
         } catch (err) {
           // Without a handler a failing run is the caller's bug: it surfaces, unhandled.
           if (!this.o.onError) throw err;
           this.o.onError(err);
+        } finally {
+          this.#inRun = false;
+          served?.resolve();
         }
       } while (this.#again && !this.#closed);
     } finally {
       this.#running = undefined;
+      this.#again = false;
       this.#settle();
+      const idle = this.#idle;
+      this.#idle = undefined;
+      idle?.resolve();
     }
   }
 
@@ -324,8 +388,10 @@ export class Coalescer {
   }
 
   #settle(): void {
-    const w = this.#waiters;
-    this.#waiters = [];
-    for (const r of w) r();
+    const settled = this.#settled;
+    const nextRun = this.#nextRun;
+    this.#settled = this.#nextRun = undefined;
+    settled?.resolve();
+    nextRun?.resolve();
   }
 }

@@ -1,3 +1,4 @@
+import { Coalescer } from '../retry.js';
 import { formatAddress, type NodeAddress } from '../types.js';
 
 /** Floor of the trouble polling period, for `refresh.minInterval: 0`. */
@@ -25,20 +26,17 @@ export interface RefreshTarget {
  * failure: {@link failing}; a connection that failed or succeeded: {@link nodeDown} /
  * {@link nodeUp}; the periodic timer), "fetch now" out (`target.refresh`).
  *
- * One refresh at a time: a trigger during a refresh runs one more after it. Rate limited: none
- * starts less than `minInterval` after the previous start (the trigger is kept and runs when
- * the interval is over). While commands fail, a refresh is requested every `minInterval`, so a
- * replica promoted by the cluster is found as soon as it serves; while only a down node is
- * watched, the period doubles from `minInterval` for at most `interval` (30 s when the
- * periodic refresh is off). Polling stops as soon as neither holds.
+ * One refresh at a time, rate limited, through the one {@link Coalescer}: a trigger during a
+ * refresh runs one more after it; none starts less than `minInterval` after the previous start
+ * (the trigger is kept and runs when the interval is over; more triggers meanwhile join it).
+ * While commands fail, a refresh is requested every `minInterval`, so a replica promoted by the
+ * cluster is found as soon as it serves; while only a down node is watched, the period doubles
+ * from `minInterval` for at most `interval` (30 s when the periodic refresh is off). Polling
+ * stops as soon as neither holds.
  */
 export class RefreshScheduler {
-  private running: Promise<void> | undefined;
-  private again = false;
-  private lastStart = 0;
-  private delayed: NodeJS.Timeout | undefined;
+  private readonly refreshesRun: Coalescer;
   private periodic: NodeJS.Timeout | undefined;
-  private waiters: Array<() => void> = [];
   /** Nodes the next refresh asks first, by key: a MOVED storm names the same few. */
   private readonly preferred = new Map<string, NodeAddress>();
   /** Commands retrying after a node-level failure. */
@@ -48,13 +46,23 @@ export class RefreshScheduler {
   private poll: NodeJS.Timeout | undefined;
   private pollPeriod = 0;
   private closed = false;
-  /** Refreshes started so far (the initial load included, see {@link started}). */
-  refreshes = 0;
 
   constructor(
     private readonly o: RefreshSchedulerOptions,
     private readonly target: RefreshTarget,
-  ) {}
+  ) {
+    this.refreshesRun = new Coalescer(() => {
+      // The nodes every trigger since the last start named: this refresh serves them all.
+      const preferred = [...this.preferred.values()];
+      this.preferred.clear();
+      return this.target.refresh(preferred).catch(() => {});
+    }, { minInterval: o.minInterval });
+  }
+
+  /** Refreshes started so far (the initial load included, see {@link started}). */
+  get refreshes(): number {
+    return this.refreshesRun.runs;
+  }
 
   /** Whether trouble polling is running. */
   get polling(): boolean {
@@ -68,8 +76,7 @@ export class RefreshScheduler {
 
   /** The initial load started now (counted, and it starts the rate limit's interval). */
   started(): void {
-    this.lastStart = Date.now();
-    this.refreshes++;
+    this.refreshesRun.noteStart();
   }
 
   /** The map is loaded: the periodic refresh starts (with `interval` > 0). */
@@ -86,48 +93,13 @@ export class RefreshScheduler {
   request(prefer: readonly NodeAddress[] = []): void {
     if (this.closed) return;
     for (const a of prefer) this.preferred.set(formatAddress(a), { host: a.host, port: a.port });
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    const wait = this.lastStart + this.o.minInterval - Date.now();
-    if (wait > 0) {
-      if (!this.delayed) {
-        this.delayed = setTimeout(() => {
-          this.delayed = undefined;
-          this.request();
-        }, wait);
-        this.delayed.unref();
-      }
-      return;
-    }
-    this.lastStart = Date.now();
-    this.refreshes++;
-    const waiters = this.waiters;
-    this.waiters = [];
-    const preferred = [...this.preferred.values()];
-    this.preferred.clear();
-    this.running = this.target
-      .refresh(preferred)
-      .catch(() => {})
-      .finally(() => {
-        this.running = undefined;
-        for (const w of waiters) w();
-        if (this.again) {
-          this.again = false;
-          this.request();
-        }
-      });
+    void this.refreshesRun.request();
   }
 
   /** Resolves after a refresh that starts after this call has completed (successfully or not). */
   refreshed(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      this.waiters.push(resolve);
-      if (this.running) this.again = true;
-      else this.request();
-    });
+    return this.refreshesRun.next();
   }
 
   /**
@@ -208,12 +180,11 @@ export class RefreshScheduler {
   async close(): Promise<void> {
     this.closed = true;
     if (this.periodic) clearInterval(this.periodic);
-    if (this.delayed) clearTimeout(this.delayed);
     if (this.poll) clearTimeout(this.poll);
-    this.periodic = this.delayed = this.poll = undefined;
+    this.periodic = this.poll = undefined;
     this.down.clear();
     this.preferred.clear();
-    for (const w of this.waiters.splice(0)) w();
-    await this.running;
+    this.refreshesRun.close();
+    await this.refreshesRun.idle();
   }
 }

@@ -1,5 +1,6 @@
 import { ConnectionError, AllSentinelsDownError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
+import { Coalescer } from '../retry.js';
 import { formatAddress, type NodeAddress } from '../types.js';
 import { RoleMismatchError, sameAddress, type MasterAnswer } from './discovery.js';
 import { blindWindow, epochAfterSwitch, judgeAnswer } from './master-view.js';
@@ -49,8 +50,9 @@ export interface MasterTrackerDeps {
  * (`requestRefresh`), a command that waited `queueTimeout` (`onGateStall`). Outputs are the
  * gate (hold / open), the node's target (`swap`), and events. It holds writes while a failover
  * is announced (the write fence), switches only to a node that answers ROLE master, never back
- * to a configuration older than the one it follows (config epochs), and coalesces re-checks:
- * one resolution at a time, and a trigger that arrives meanwhile runs one more.
+ * to a configuration older than the one it follows (config epochs), and coalesces re-checks
+ * through the one {@link Coalescer}: one resolution at a time, and a trigger that arrives
+ * meanwhile runs one more.
  */
 export class MasterTracker {
   private fence: { from: NodeAddress; timer: NodeJS.Timeout; leader: NodeAddress | undefined; at: number } | undefined;
@@ -63,16 +65,19 @@ export class MasterTracker {
   /** When writes to the current master were first held for the switch under way. */
   private heldSince: number | undefined;
   private pin: { against: NodeAddress; until: number } | undefined;
-  private refreshing: Promise<void> | undefined;
-  private again: DetectedBy | undefined;
+  /** Re-checks, one at a time: each run is one resolution (see {@link check}). */
+  private readonly checks = new Coalescer(() => this.check());
+  /** The newest trigger: what the next resolution reports as having detected a switch. */
+  private reason: DetectedBy = 'pubsub';
+  /** Failed resolutions in a row while commands wait: the backoff before the next. */
+  private attempt = 0;
+  /** Ends the backoff wait when a trigger arrives. */
   private wake = new AbortController();
   private stallCheck: Promise<boolean> | undefined;
   private watching: NodeAddress | undefined;
   private readonly stopped = new AbortController();
   /** Master switches so far. */
   switches = 0;
-  /** Re-checks (sentinel query plus ROLE) so far. */
-  refreshes = 0;
 
   constructor(private readonly d: MasterTrackerDeps, epoch: number | undefined) {
     this.epoch = epoch;
@@ -88,9 +93,14 @@ export class MasterTracker {
     return this.epoch;
   }
 
-  /** A re-check is running (or scheduled). */
+  /** Re-checks (sentinel query plus ROLE) so far. */
+  get refreshes(): number {
+    return this.checks.runs;
+  }
+
+  /** A re-check is running (or scheduled): resolves when none is. */
   get busy(): Promise<void> | undefined {
-    return this.refreshing;
+    return this.checks.busy ? this.checks.idle() : undefined;
   }
 
   /**
@@ -212,37 +222,37 @@ export class MasterTracker {
   requestRefresh(reason: DetectedBy, hold: boolean): void {
     if (this.d.isClosed() || this.d.o.role !== 'master' && reason === 'readonly') return;
     if (hold) this.holdWrites();
-    if (this.refreshing) {
-      this.again = reason;
-      this.wake.abort();
-      return;
-    }
-    this.refreshing = this.refreshLoop(reason).finally(() => {
-      this.refreshing = undefined;
-    });
+    this.reason = reason;
+    this.wake.abort();
+    void this.checks.request();
   }
 
-  private async refreshLoop(reason: DetectedBy): Promise<void> {
-    for (let attempt = 0; !this.d.isClosed(); ) {
-      this.again = undefined;
-      let ok = false;
-      try {
-        this.refreshes++;
-        ok = await this.resolveOnce(reason);
-      } catch (err) {
-        if (!this.d.isClosed()) this.d.emit('error', err as Error);
-      }
-      if (this.d.isClosed()) return;
-      if (this.again !== undefined) {
-        reason = this.again;
-        continue;
-      }
-      // Nothing waits and no failover is announced: the next trigger or poll will look again.
-      if (ok || (this.d.gate.isOpen && !this.fence)) return;
-      this.wake = new AbortController();
-      await sleep(backoffDelay(attempt++, this.d.o.pool.reconnect), this.wake.signal, { unref: true });
-      if (this.again !== undefined) reason = this.again;
+  /**
+   * One resolution. While commands wait for it (or a failover is announced) a failed one is
+   * retried after the reconnect backoff, which a new trigger cuts short; a trigger during the
+   * resolution itself runs the next one at once.
+   */
+  private async check(): Promise<void> {
+    let ok = false;
+    try {
+      ok = await this.resolveOnce(this.reason);
+    } catch (err) {
+      if (!this.d.isClosed()) this.d.emit('error', err as Error);
     }
+    if (this.d.isClosed()) {
+      // A trigger that came before the pool closed must not start another resolution.
+      this.checks.close();
+      return;
+    }
+    if (this.checks.pending) return;
+    // Nothing waits and no failover is announced: the next trigger or poll will look again.
+    if (ok || (this.d.gate.isOpen && !this.fence)) {
+      this.attempt = 0;
+      return;
+    }
+    this.wake = new AbortController();
+    await sleep(backoffDelay(this.attempt++, this.d.o.pool.reconnect), this.wake.signal, { unref: true });
+    if (!this.d.isClosed()) void this.checks.request();
   }
 
   /** One resolution: true when a master is confirmed and commands may flow. */
@@ -390,7 +400,7 @@ export class MasterTracker {
     ).finally(() => {
       this.suspects--;
       // Not a promotion: release the hold unless a fence, a refresh or another suspect holds it.
-      if (this.suspects === 0 && !this.d.isClosed() && !this.fence && !this.refreshing && !this.d.gate.isOpen) this.openGate();
+      if (this.suspects === 0 && !this.d.isClosed() && !this.fence && !this.checks.busy && !this.d.gate.isOpen) this.openGate();
     });
   }
 
@@ -400,6 +410,7 @@ export class MasterTracker {
     this.fence = undefined;
     this.wake.abort();
     this.stopped.abort();
-    return this.refreshing?.catch(() => {}) ?? Promise.resolve();
+    this.checks.close();
+    return this.checks.idle();
   }
 }

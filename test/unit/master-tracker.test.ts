@@ -365,6 +365,39 @@ describe('re-checks are coalesced', () => {
   });
 });
 
+describe('re-checks wait out the backoff only when nothing new comes', () => {
+  it('a trigger during a re-check that then fails runs the next one at once, without the backoff', async () => {
+    const h = harness();
+    const ask = h.holdAsk();
+    h.tracker.requestRefresh('reconnect', true);
+    await settle();
+    expect(h.calls.ask).toBe(1);
+    h.tracker.requestRefresh('pubsub', false);
+    h.releaseAsk();
+    ask.reject(new Error('all down'));
+    await settle();
+    expect(h.calls.ask).toBe(2);
+    expect(h.gate.isOpen).toBe(true); // the second one found A still master
+    await h.close();
+  });
+
+  it('a trigger during the backoff wait after a failed re-check runs the next one at once', async () => {
+    const h = harness();
+    (h.tracker['d'] as { ask: () => Promise<MasterAnswer> }).ask = async () => {
+      h.calls.ask++;
+      throw new Error('all down');
+    };
+    h.tracker.requestRefresh('reconnect', true);
+    await vi.advanceTimersByTimeAsync(3000); // the backoff is at its cap now: at least 250 ms each
+    const before = h.calls.ask;
+    expect(h.tracker.refreshes).toBe(before);
+    h.tracker.requestRefresh('pubsub', false);
+    await settle();
+    expect(h.calls.ask).toBe(before + 1);
+    await h.close();
+  });
+});
+
 describe('close()', () => {
   it('stops the fence timer and the loops: nothing fires afterwards', async () => {
     const h = harness({ fenceTimeout: 1000 });

@@ -100,6 +100,28 @@ describe('triggers are coalesced and rate limited', () => {
     await h.s.close();
   });
 
+  it('triggers and refreshed() during the rate-limit wait join the delayed refresh: one more run, then the waiter resolves', async () => {
+    const h = harness({ minInterval: 500 });
+    h.s.request();
+    await settle();
+    let done = false;
+    for (let i = 0; i < 20; i++) h.s.request();
+    void h.s.refreshed().then(() => (done = true));
+    await vi.advanceTimersByTimeAsync(250);
+    h.s.request([N2]);
+    await vi.advanceTimersByTimeAsync(249);
+    expect(h.runs).toHaveLength(1);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.runs).toHaveLength(2);
+    expect(h.runs[1]!.prefer).toEqual([N2]);
+    expect(done).toBe(true);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(h.runs).toHaveLength(2);
+    expect(h.s.refreshes).toBe(2);
+    await h.s.close();
+  });
+
   it('refreshed() waits for a refresh that starts after the call, not for the one already running', async () => {
     const h = harness({ minInterval: 0 });
     h.holdRefreshes();

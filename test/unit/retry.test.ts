@@ -481,3 +481,137 @@ describe('one at a time', () => {
     expect(c.runs).toBe(2);
   });
 });
+
+describe('one at a time: what the refresh scheduler and the master tracker need', () => {
+  /** A coalescer whose runs stay in flight until `finish()`; `holding` false lets them end at once. */
+  function held(o: { minInterval?: number } = {}) {
+    const starts: number[] = [];
+    const ends: Array<() => void> = [];
+    let holding = true;
+    const c = new Coalescer(() => {
+      starts.push(Date.now());
+      return holding ? new Promise<void>((r) => ends.push(r)) : Promise.resolve();
+    }, o);
+    return {
+      c,
+      starts,
+      finish: () => ends.shift()?.(),
+      release() {
+        holding = false;
+        for (const r of ends.splice(0)) r();
+      },
+    };
+  }
+  const settle = () => vi.advanceTimersByTimeAsync(0);
+
+  // When a second trigger comes, and how many runs the two cost (minInterval 1000).
+  it.each([
+    { when: 'in the same tick as the first (before its run starts)', at: 'same-tick', runs: 1 },
+    { when: 'during the run', at: 'during-run', runs: 2 },
+    { when: 'while the loop waits out minInterval for a run asked during the first', at: 'during-wait', runs: 2 },
+    { when: 'after the runs settled, within minInterval', at: 'after', runs: 2 },
+  ] as const)('a second trigger $when: $runs run(s) in all', async ({ at, runs }) => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    try {
+      const h = held({ minInterval: 1000 });
+      void h.c.request();
+      if (at === 'same-tick') void h.c.request();
+      await settle();
+      expect(h.starts.length).toBe(1);
+      if (at === 'during-run') void h.c.request();
+      if (at === 'during-wait') {
+        void h.c.request(); // asks for the second run, which must wait for minInterval
+        h.finish();
+        await vi.advanceTimersByTimeAsync(500);
+        expect(h.starts.length).toBe(1);
+        void h.c.request(); // joins the run it waits for
+      }
+      h.release();
+      await settle();
+      if (at === 'after') void h.c.request();
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(h.starts.length).toBe(runs);
+      for (let i = 1; i < h.starts.length; i++) expect(h.starts[i]! - h.starts[i - 1]!).toBeGreaterThanOrEqual(1000);
+      expect(h.c.busy).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('next() resolves once a run that began after it has finished, while a stream of triggers keeps the runs going', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    try {
+      const h = held();
+      let settled = false;
+      let fresh = false;
+      void h.c.request().then(() => (settled = true));
+      await settle();
+      expect(h.starts.length).toBe(1);
+      void h.c.next().then(() => (fresh = true));
+      expect(h.c.pending).toBe(true);
+      h.finish(); // the run that began before next(): not the one it waits for
+      await settle();
+      expect(h.starts.length).toBe(2);
+      expect(fresh).toBe(false);
+      void h.c.request(); // one more trigger during the second run
+      h.finish();
+      await settle();
+      expect(fresh).toBe(true); // the second run is done, although a third has started
+      expect(h.starts.length).toBe(3);
+      expect(settled).toBe(false);
+      h.finish();
+      await settle();
+      expect(settled).toBe(true);
+      expect(h.c.pending).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('noteStart() counts a run made elsewhere (a first load) and starts the minInterval window', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    try {
+      const h = held({ minInterval: 500 });
+      h.release();
+      h.c.noteStart();
+      expect(h.c.runs).toBe(1);
+      let fresh = false;
+      void h.c.next().then(() => (fresh = true));
+      await vi.advanceTimersByTimeAsync(499);
+      expect(h.starts).toEqual([]);
+      expect(fresh).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(h.starts).toEqual([1_000_500]);
+      expect(fresh).toBe(true);
+      expect(h.c.runs).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('after close(), idle() waits for the run under way to end, and no run starts although one was asked for', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    try {
+      const h = held();
+      void h.c.request();
+      await settle();
+      let fresh = false;
+      void h.c.next().then(() => (fresh = true));
+      h.c.close();
+      await settle();
+      expect(fresh).toBe(true); // close() resolves every request now
+      let idle = false;
+      void h.c.idle().then(() => (idle = true));
+      await settle();
+      expect(idle).toBe(false);
+      h.finish();
+      await settle();
+      expect(idle).toBe(true);
+      expect(h.starts.length).toBe(1);
+      expect(h.c.busy).toBe(false);
+      await h.c.idle(); // none under way: at once
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
