@@ -133,11 +133,6 @@ export class Lanes<C extends LaneConnection> {
     }
   }
 
-  /** Forgets lanes that are no longer ready, so the next call reconnects them (the node restarted). */
-  reconnect(): void {
-    for (const slot of this.slots) if (slot.conn && !slot.conn.ready) slot.conn = undefined;
-  }
-
   /**
    * For each lane `leaving` names, connects its successor (the old lane serving meanwhile);
    * a failed connect is tried again while `keepTrying(old)` says so.

@@ -363,11 +363,6 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     return true;
   }
 
-  /** Forces every lane of the current generation to reconnect (used after the node restarts). */
-  reconnectLanes(): void {
-    this.lanes.reconnect();
-  }
-
   /**
    * A lane that left service: from now on it takes no command (commands queued but not yet
    * written leave at once, unsent, so nothing reaches the old node after a switch) and it

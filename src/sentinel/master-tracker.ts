@@ -27,7 +27,7 @@ export interface TrackerEvents {
  */
 export interface MasterTrackerDeps {
   readonly o: Pick<ResolvedSentinelOptions, 'masterName' | 'role' | 'fenceTimeout' | 'promotionCheckInterval' | 'queueTimeout' | 'natMap' | 'pool'>;
-  readonly node: { readonly target: NodeAddress; swap(address: NodeAddress): void; reconnectLanes(): void };
+  readonly node: { readonly target: NodeAddress; swap(address: NodeAddress): void };
   readonly gate: { readonly isOpen: boolean; close(): void; open(): void };
   /** The sentinels' newest answer (askSentinels). */
   ask(): Promise<MasterAnswer>;
@@ -326,7 +326,6 @@ export class MasterTracker {
       () => {
         if (this.fence || this.d.isClosed()) return false;
         if (!this.d.gate.isOpen) {
-          this.d.node.reconnectLanes();
           this.openGate();
           this.d.emit('error', new ConnectionError(`${why}; commands go on to the last verified master ${key(this.d.node.target)}, which still answers ROLE master.`, { cause, address: { ...this.d.node.target } }));
         }
@@ -364,7 +363,6 @@ export class MasterTracker {
       this.d.switched({ masterName: this.d.o.masterName, from, to: { ...address }, detectedBy: reason, at, fenced, blindMs });
     } else {
       if (epoch !== undefined && (this.epoch === undefined || epoch > this.epoch)) this.epoch = epoch;
-      this.d.node.reconnectLanes();
       this.openGate();
     }
   }

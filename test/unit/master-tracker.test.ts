@@ -51,7 +51,6 @@ function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
       this.target = { ...a };
       this.swaps.push({ ...a });
     },
-    reconnectLanes() {},
   };
   const events: Array<{ event: keyof TrackerEvents; payload: unknown }> = [];
   const switches: SwitchInfo[] = [];
