@@ -16,8 +16,6 @@ export interface LaneConnection {
 
 /** What the lanes ask of their node pool. */
 export interface LaneHost<C> {
-  /** Bumped by every swap of the target. */
-  readonly generation: number;
   readonly closed: boolean;
   /** Opens one connection to the current target (with the pool's backoff after failures). */
   open(): Promise<C>;
@@ -54,6 +52,11 @@ export class Lanes<C extends LaneConnection> {
   private rr = 0;
   /** Commands waiting for a lane to (re)connect (the dispatcher bounds it by `maxPending`). */
   waiters = 0;
+  /**
+   * The node pool's generation, bumped by it at every swap: lanes of older ones are not handed
+   * out. A field, not a call to the host: {@link sync} reads it on every command.
+   */
+  generation = 1;
 
   constructor(
     count: number,
@@ -66,14 +69,14 @@ export class Lanes<C extends LaneConnection> {
   sync(): C | undefined {
     const n = this.slots.length;
     const c = this.slots[n === 1 ? 0 : this.rr++ % n]!.conn;
-    return c !== undefined && c.ready && c.generation === this.host.generation ? c : undefined;
+    return c !== undefined && c.ready && c.generation === this.generation ? c : undefined;
   }
 
   /** A lane of the current generation: a ready one at once, else the first to connect. */
   get(): Promise<C> {
     if (this.host.closed) return Promise.reject(new PoolClosedError());
     const n = this.slots.length;
-    const gen = this.host.generation;
+    const gen = this.generation;
     let ready: C | undefined;
     const pending: Array<Promise<C>> = [];
     for (let i = 0; i < n; i++) {
@@ -96,7 +99,7 @@ export class Lanes<C extends LaneConnection> {
     const p = this.host.open().then(
       (conn) => {
         if (slot.connecting === p) slot.connecting = undefined;
-        if (conn.generation !== this.host.generation || this.host.closed) {
+        if (conn.generation !== this.generation || this.host.closed) {
           conn.destroy();
           throw new ConnectionError(`The target changed while connecting to ${formatAddress(conn.address)}; the command was not sent.`, { address: conn.address });
         }

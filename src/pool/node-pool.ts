@@ -103,9 +103,6 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     setMaxListeners(0, this.closing.signal);
     const pool = this;
     this.lanes = new Lanes<Connection>(poolOpts.lanes, {
-      get generation() {
-        return pool.gen;
-      },
       get closed() {
         return pool.closed;
       },
@@ -340,6 +337,7 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
     if (this.closed || (target.host === this.current.host && target.port === this.current.port)) return false;
     const from = this.current;
     this.gen++;
+    this.lanes.generation = this.gen;
     this.current = { host: target.host, port: target.port };
     this.failures = 0;
     const why = new ConnectionError(

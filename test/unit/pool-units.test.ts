@@ -54,7 +54,7 @@ describe('Lanes', () => {
     const { l, host, retired } = lanes(2);
     await l.get();
     await vi.advanceTimersByTimeAsync(0);
-    host.generation = 2;
+    l.generation = 2;
     expect(l.sync()).toBeUndefined();
     const why = new ConnectionError('moved');
     l.retireAll(why);
