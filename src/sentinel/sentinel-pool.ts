@@ -1,6 +1,7 @@
 import { tlsHint } from '../connection/tls-errors.js';
 import { publishFailover } from '../diagnostics.js';
 import { AuthenticationError, ConnectionError, RedisError } from '../errors.js';
+import { Coalescer } from '../retry.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { NodePool, type NodePoolStats } from '../pool/node-pool.js';
 import { settleAll } from '../pool/settle.js';
@@ -164,13 +165,15 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   private readonly tracker: MasterTracker;
   private readonly watchers = new Map<string, SentinelWatcher>();
   private promotionWatch: PromotionWatch | undefined;
-  private watchRefresh: Promise<void> | undefined;
+  /** Re-lists the replicas to watch: one listing at a time, and one more after it for triggers meanwhile. */
+  private readonly watchRefresh = new Coalescer(() => this.listWatched());
   private pollTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
   private replicaPools: NodePool[] = [];
   private replicaRr = 0;
   private onMasterFallback = false;
-  private replicaRefresh: Promise<void> | undefined;
+  /** Re-loads the replicas that serve reads (role 'replica'), coalesced like {@link watchRefresh}. */
+  private readonly replicaRefresh = new Coalescer(() => this.loadReplicas(), { onError: (err) => this.emit('error', err as Error) });
   private hub: PubSubHub | undefined;
   private readonly cache: ClientCache | undefined;
   /** Nodes' zones and reads per zone, with a zone-aware `readFrom`. */
@@ -358,30 +361,31 @@ export class SentinelPool extends BasePool<SentinelEvents> {
 
   /** Watches the replicas the sentinels list for our master (coalesced; errors go to 'error'). */
   private refreshWatch(): void {
+    if (!this.promotionWatch || this.closed) return;
+    void this.watchRefresh.request();
+  }
+
+  private async listWatched(): Promise<void> {
     const watch = this.promotionWatch;
-    if (!watch || this.closed || this.watchRefresh) return;
-    this.watchRefresh = discoverReplicas(this.ctx, 'reachable')
-      .then((found) => {
-        if (!this.closed) watch.set(found.filter((a) => !sameAddress(a, this.node.target)));
-      })
-      .catch((err: unknown) => {
-        if (this.closed) return;
-        if (isPermissionError(err)) {
-          // The sentinel user may not list replicas: no watch (said once); sentinel messages, the
-          // poll and READONLY still move the pool, with the blind window they leave.
-          watch.stop();
-          this.promotionWatch = undefined;
-          this.emit('error', new ConnectionError(
-            `The sentinel user may not run SENTINEL REPLICAS (${(err as Error).message}), so the pool cannot watch the replicas of "${this.o.masterName}" for a promotion it does not hear of; grant +sentinel|replicas, or set watchReplicas: false to silence this.`,
-            { cause: err, address: { ...this.o.sentinels[0]! } },
-          ));
-          return;
-        }
-        this.emit('error', err as Error);
-      })
-      .finally(() => {
-        this.watchRefresh = undefined;
-      });
+    if (!watch || this.closed) return;
+    try {
+      const found = await discoverReplicas(this.ctx, 'reachable');
+      if (!this.closed) watch.set(found.filter((a) => !sameAddress(a, this.node.target)));
+    } catch (err) {
+      if (this.closed) return;
+      if (isPermissionError(err)) {
+        // The sentinel user may not list replicas: no watch (said once); sentinel messages, the
+        // poll and READONLY still move the pool, with the blind window they leave.
+        watch.stop();
+        this.promotionWatch = undefined;
+        this.emit('error', new ConnectionError(
+          `The sentinel user may not run SENTINEL REPLICAS (${(err as Error).message}), so the pool cannot watch the replicas of "${this.o.masterName}" for a promotion it does not hear of; grant +sentinel|replicas, or set watchReplicas: false to silence this.`,
+          { cause: err, address: { ...this.o.sentinels[0]! } },
+        ));
+        return;
+      }
+      this.emit('error', err as Error);
+    }
   }
 
   // ---- replica reads -------------------------------------------------------------------
@@ -404,15 +408,18 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         return;
       }
     }
+    if (this.closed) {
+      // close() has closed the pools it knew of: the ones made for this load are ours to close.
+      for (const p of created.values()) void p.close(this.o.closeTimeout);
+      return;
+    }
     this.replicaPools = healthy.map((a) => existing.get(key(a)) ?? created.get(key(a))!);
     this.hub?.replace('replicas-changed');
   }
 
   private refreshReplicas(): void {
-    if (this.closed || this.o.role !== 'replica' || this.replicaRefresh) return;
-    this.replicaRefresh = this.loadReplicas()
-      .catch((err) => { this.emit('error', err as Error); })
-      .finally(() => { this.replicaRefresh = undefined; });
+    if (this.closed || this.o.role !== 'replica') return;
+    void this.replicaRefresh.request();
   }
 
   /** @internal Healthy replicas known now. */
@@ -522,6 +529,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     this.closed = true;
     this.hub?.close();
     this.zones?.close();
+    this.watchRefresh.close();
+    this.replicaRefresh.close();
     this.closing = (async () => {
       if (this.pollTimer) clearInterval(this.pollTimer);
       this.promotionWatch?.stop();
