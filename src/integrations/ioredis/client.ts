@@ -9,6 +9,7 @@ import {
   type IoredisArgument, type IoredisBufferCommands, type IoredisCallback, type IoredisCommands,
 } from './commands.js';
 import { HandleSubscriptions } from './pubsub.js';
+import { blockingSeconds, traitsOf } from '../../commands/traits.js';
 import { checkDefinition, scriptCall, type IoredisCommandDefinition, type ScriptCall } from './scripts.js';
 
 /** The part of a view (`pool.with(options)`) the handle sends through. */
@@ -359,13 +360,20 @@ export class IoredisClient extends EventEmitter {
   }
 }
 
-const BLOCKING = new Set(['blpop', 'brpop', 'brpoplpush', 'blmove', 'blmpop', 'bzpopmin', 'bzpopmax', 'bzmpop', 'wait', 'waitaof']);
-
-/** Whether a command may block the connection it runs on (the pool then sends it on an exclusive one). */
+/**
+ * Whether a command may block the connection it runs on: then it gets the handle's abort signal,
+ * so that disconnect() ends the wait. Which commands block (and XREAD only with BLOCK) is the
+ * command traits' rule, the one the pool uses to send them on an exclusive connection.
+ */
 function isBlocking(name: string, args: readonly Arg[]): boolean {
-  if (BLOCKING.has(name)) return true;
-  if (name !== 'xread' && name !== 'xreadgroup') return false;
-  return args.some((a) => typeof a === 'string' && a.toUpperCase() === 'BLOCK');
+  const full = [name, ...args];
+  const t = traitsOf(full);
+  if (t.block === undefined) return false;
+  try {
+    return blockingSeconds(t, full) !== undefined;
+  } catch {
+    return true; // a malformed timeout: the pool refuses it, with or without the signal
+  }
 }
 
 /** Script replies under RESP3 (tables as maps) in RESP2's shape. */

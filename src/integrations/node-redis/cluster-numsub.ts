@@ -5,6 +5,7 @@
  * (connect-redis would then walk `masters` with `nodeClient()`). So the facade sums itself:
  * one lease per master (picked by a key in one of its slots), replies added per channel.
  */
+import { traitsOf } from '../../commands/traits.js';
 import { keySlot, type ClusterPool } from '../../index.js';
 import type { Arg } from '../../index.js';
 
@@ -28,9 +29,9 @@ function keyInRange(from: number, to: number): string {
 
 /** True for the PUBSUB subcommands whose per-node counts must be summed over the cluster. */
 export function isNumsub(args: readonly Arg[]): boolean {
-  if (args.length < 2 || String(args[0]).toUpperCase() !== 'PUBSUB') return false;
-  const sub = String(args[1]).toUpperCase();
-  return sub === 'NUMSUB' || sub === 'SHARDNUMSUB';
+  if (args.length < 2) return false;
+  const name = traitsOf(args).name;
+  return name === 'PUBSUB NUMSUB' || name === 'PUBSUB SHARDNUMSUB';
 }
 
 /** `PUBSUB NUMSUB|SHARDNUMSUB ch …` on every master, counts summed: `[ch, n, …]` as one node answers. */
