@@ -274,30 +274,15 @@ export class MasterTracker {
     if (verdict === 'stale') {
       // The newest answer comes from an older configuration than the one we follow (the sentinels
       // have not caught up with a switch we verified): stay while the current master still is one.
-      try {
-        await this.d.verify(current);
-        this.openGate();
-        return true;
-      } catch (err) {
-        // Only a master that says it is a replica now is no master (the sentinels were reset and
-        // their epochs restarted): then follow them. A check that failed (a timeout, a dropped
-        // connection: a node busy right after its promotion) proves nothing, and the stale
-        // answer's node may still say master: ask again later rather than go back to it.
-        if (!(err instanceof RoleMismatchError)) return false;
-      }
+      const c = await this.checkCurrent(current);
+      if (c !== 'follow') return c === 'stay';
     }
     if (this.pin && Date.now() > this.pin.until) this.pin = undefined;
     if (this.pin && sameAddress(answer, this.pin.against)) {
       // The sentinels lag behind a switch we already verified: keep the current master while it still is one.
-      try {
-        await this.d.verify(current);
-        this.openGate();
-        return true;
-      } catch (err) {
-        // As above: only a replica's answer ends the pin; a failed check is asked again later.
-        if (!(err instanceof RoleMismatchError)) return false;
-        this.pin = undefined;
-      }
+      const c = await this.checkCurrent(current);
+      if (c !== 'follow') return c === 'stay';
+      this.pin = undefined;
     }
     if (this.pin && sameAddress(answer, current)) this.pin = undefined;
     await this.d.verify(answer);
@@ -314,6 +299,24 @@ export class MasterTracker {
   onGateStall(): Promise<boolean> {
     if (this.d.o.role !== 'master') return Promise.resolve(false);
     return this.continueWithCurrent(`The master of "${this.d.o.masterName}" could not be confirmed through the sentinels within queueTimeout (${this.d.o.queueTimeout} ms)`);
+  }
+
+  /**
+   * The current master checked against an answer the tracker distrusts (an older configuration,
+   * or the pin after its own switch): 'stay' (gate opened) while it still answers ROLE master,
+   * 'follow' once it says it is a replica (the sentinels were reset and their epochs restarted,
+   * or it really was demoted). A check that failed (a timeout, a dropped connection: a node busy
+   * right after its promotion) proves nothing, and the distrusted answer's node may still say
+   * master: 'later', ask again rather than go back to it.
+   */
+  private async checkCurrent(current: NodeAddress): Promise<'stay' | 'follow' | 'later'> {
+    try {
+      await this.d.verify(current);
+      this.openGate();
+      return 'stay';
+    } catch (err) {
+      return err instanceof RoleMismatchError ? 'follow' : 'later';
+    }
   }
 
   /**
