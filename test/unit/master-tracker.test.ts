@@ -32,6 +32,7 @@ function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
   const roles = new Map<string, 'master' | 'slave' | 'down'>([[k(A), 'master'], [k(B), 'slave'], [k(C), 'slave']]);
   let answer: MasterAnswer = { address: A, sentinel: S1, epoch: opts.epoch ?? 3 };
   let pendingAsk: Deferred<MasterAnswer> | undefined;
+  const heldVerify = new Map<string, Deferred<void>>();
   const calls = { ask: 0, verify: [] as string[] };
   const gate = {
     isOpen: true,
@@ -74,6 +75,12 @@ function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
     },
     verify: async (a) => {
       calls.verify.push(k(a));
+      // A held check answers with the role the node has when the test releases it.
+      const held = heldVerify.get(k(a));
+      if (held) {
+        heldVerify.delete(k(a));
+        await held.promise;
+      }
       const r = roles.get(k(a));
       if (r === 'master') return;
       if (r === 'slave') throw new RoleMismatchError(`${k(a)} reports role slave, not master`, { address: a });
@@ -94,6 +101,12 @@ function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
     roles,
     setAnswer(a: MasterAnswer) {
       answer = a;
+    },
+    /** The next ROLE check of `a` waits until the returned deferred resolves. */
+    holdVerify(a: NodeAddress) {
+      const d = deferred<void>();
+      heldVerify.set(k(a), d);
+      return d;
     },
     holdAsk() {
       pendingAsk = deferred<MasterAnswer>();
@@ -241,6 +254,32 @@ describe('never a stale view', () => {
     expect(h.node.swaps).toEqual([C]);
     expect(h.tracker.configEpoch).toBe(5);
     expect(h.switches[0]).toMatchObject({ from: A, to: C, detectedBy: 'pubsub', fenced: false, blindMs: undefined });
+    await h.close();
+  });
+
+  it('a second failover while the ROLE check of the first failover\'s master is pending: the pool ends on the newest master, never back on the old one', async () => {
+    const h = harness();
+    h.roles.set(k(A), 'slave');
+    h.roles.set(k(B), 'master');
+    h.setAnswer({ address: B, sentinel: S1, epoch: 4 });
+    const checkB = h.holdVerify(B);
+    h.tracker.requestRefresh('pubsub', true);
+    await settle();
+    expect(h.calls.verify).toContain(k(B));
+    expect(h.node.swaps).toEqual([]);
+    // Meanwhile B fails over to C, and the sentinels say so (a newer epoch).
+    h.roles.set(k(B), 'slave');
+    h.roles.set(k(C), 'master');
+    h.setAnswer({ address: C, sentinel: S1, epoch: 5 });
+    h.tracker.requestRefresh('pubsub', true);
+    await settle();
+    // B's check answers now: B is a replica, so the pool does not go there.
+    checkB.resolve();
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(h.node.target).toEqual(C);
+    expect(h.node.swaps).toEqual([C]);
+    expect(h.tracker.configEpoch).toBe(5);
+    expect(h.gate.isOpen).toBe(true);
     await h.close();
   });
 
