@@ -13,6 +13,8 @@ export type { DedicatedConnection, DedicatedOptions } from './pool/dedicated.js'
 export type { PoolOptions } from './pool/options.js';
 export type { DurabilityOptions, DurabilityStats } from './pool/durability.js';
 export type { NodePoolStats } from './pool/node-pool.js';
+export type { LaneStats } from './pool/lanes.js';
+export type { ExclusiveStats } from './pool/exclusive-pool.js';
 export type { ConnectionOptions } from './connection/options.js';
 export type { MaintenanceEvent, MaintenanceKind, MaintenanceStats, MaintEndpointType, MaintNotificationsMode } from './connection/maintenance.js';
 export type { CredentialsProvider, Credentials, CredentialContext, CredentialRole } from './connection/credentials.js';
