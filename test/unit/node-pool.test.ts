@@ -42,7 +42,7 @@ function harness(pool: PoolOptions = {}, withProvider = false): Harness {
         return answer.promise;
       }
     : undefined;
-  const conn = resolveConnectionOptions({ host: A.host, port: A.port, connectTimeout: 2000, commandTimeout: 1000, ...(credentials ? { credentials } : {}) });
+  const conn = resolveConnectionOptions({ connectTimeout: 2000, commandTimeout: 1000, ...(credentials ? { credentials } : {}) });
   h.pool = new NodePool(A, conn, resolvePoolOptions({ acquireTimeoutMillis: 1000, evictionRunIntervalMillis: 0, ...pool }), {}, net.connect);
   return h;
 }

@@ -22,7 +22,7 @@ afterEach(() => {
 describe('Lanes', () => {
   function lanes(count: number) {
     const retired: Array<{ conn: FakeConnection; reason: Error | undefined }> = [];
-    const host = {
+    const host: LaneHost<FakeConnection> & { generation: number; closed: boolean; opened: FakeConnection[] } = {
       generation: 1,
       closed: false,
       opened: [] as FakeConnection[],
@@ -32,8 +32,8 @@ describe('Lanes', () => {
         host.opened.push(c);
         return c;
       },
-      retire: (conn: FakeConnection, reason?: Error) => retired.push({ conn, reason }),
-    } satisfies LaneHost<FakeConnection> & { opened: FakeConnection[] };
+      retire: (conn: FakeConnection, reason?: Error) => void retired.push({ conn, reason }),
+    };
     return { l: new Lanes<FakeConnection>(count, host), host, retired };
   }
 
