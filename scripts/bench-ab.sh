@@ -19,6 +19,10 @@
 #   BENCH_CONCURRENCY  in-flight counts (default 50,500; the cluster bench runs each too)
 #   RESULTS_DIR        where to keep the outputs (default a new /tmp/bench-ab-results.XXXXXX)
 #   RUN_TIMEOUT        seconds before one bench run is killed (default 1800)
+#   BENCHES            which benches (default "standalone cluster")
+#   INPROC_ROUNDS      its rounds (default 8)
+#   INPROC             0 skips the last step: test/bench/inproc-ab.ts, both versions in ONE process
+#                      against the same servers, interleaved (the steadier comparison)
 #
 # Run it on a quiet machine: ops/s move by 2x with other load on 2 cores; the per-run
 # table shows how much they moved.
@@ -88,9 +92,16 @@ run() {
 }
 
 for ((round = 1; round <= ROUNDS; round++)); do
-  for bench in standalone cluster; do
-    run "$bench" base "$round"
-    run "$bench" head "$round"
+  for bench in ${BENCHES:-standalone cluster}; do
+    # Odd rounds run base first, even rounds head first: the second run of a pair starts while
+    # the first one's servers are still going away, so a fixed order would favour one side.
+    if ((round % 2)); then
+      run "$bench" base "$round"
+      run "$bench" head "$round"
+    else
+      run "$bench" head "$round"
+      run "$bench" base "$round"
+    fi
   done
 done
 
@@ -111,7 +122,7 @@ const fix = (n) => (Number.isFinite(n) ? n.toFixed(2) : '-');
 const cells = new Map();
 const problems = [];
 const cell = (k) => cells.get(k) ?? cells.set(k, { base: [], head: [] }).get(k);
-for (const bench of ['standalone', 'cluster']) {
+for (const bench of (process.env.BENCHES ?? 'standalone cluster').split(/\s+/).filter(Boolean)) {
   for (const side of ['base', 'head']) {
     for (let r = 1; r <= rounds; r++) {
       const name = `${bench}-${side}-r${r}`;
@@ -161,5 +172,15 @@ if (problems.length) lines.push('', 'PROBLEMS:', ...problems.map((p) => `- ${p}`
 console.log(lines.join('\n'));
 if (problems.length) process.exitCode = 1;
 EOF
+if [[ ${INPROC:-1} != 0 ]]; then
+  # The steadier comparison: both versions in one process, against the same servers, interleaved.
+  echo "[bench-ab] in one process: base and head interleaved (test/bench/inproc-ab.ts)" >&2
+  if ! (cd "$REPO" && BASE_SRC="$WORK/base/src" HEAD_SRC="$WORK/head/src" timeout --kill-after=10 "$RUN_TIMEOUT" "$TSX" test/bench/inproc-ab.ts) \
+    >"$RESULTS/inproc-ab.txt" 2>"$RESULTS/inproc-ab.err"; then
+    echo "[bench-ab] inproc-ab failed (see $RESULTS/inproc-ab.err)" >&2
+    status=1
+  fi
+  cat "$RESULTS/inproc-ab.txt"
+fi
 echo "results: $RESULTS" >&2
 exit "$status"
