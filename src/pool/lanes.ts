@@ -92,7 +92,11 @@ export class Lanes<C extends LaneConnection> {
       this.rr++;
       return Promise.resolve(ready);
     }
-    return pending.length === 1 ? pending[0]! : firstFulfilled(pending);
+    if (pending.length === 1) return pending[0]!;
+    // The first lane to connect; when every one fails, the first slot's error (all are about this node).
+    return Promise.any(pending).catch((e: AggregateError) => {
+      throw e.errors[0];
+    });
   }
 
   private connect(slot: Slot<C>): Promise<C> {
@@ -182,18 +186,4 @@ export class Lanes<C extends LaneConnection> {
     }
     await Promise.all(closing);
   }
-}
-
-/** The first of `ps` to fulfil; when all reject, the first rejection. */
-function firstFulfilled<T>(ps: ReadonlyArray<Promise<T>>): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let left = ps.length;
-    let first: { error: unknown } | undefined;
-    for (const p of ps) {
-      p.then(resolve, (error: unknown) => {
-        first ??= { error };
-        if (--left === 0) reject(first.error);
-      });
-    }
-  });
 }
