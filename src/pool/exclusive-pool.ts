@@ -119,12 +119,12 @@ export class ExclusivePool<C extends ExclusiveConnection> {
   }
 
   /** Connections lent out now. */
-  borrowed(): Iterable<C> {
+  borrowed(): ReadonlySet<C> {
     return this.lent;
   }
 
   /** Dedicated connections open now. */
-  dedicated(): Iterable<C> {
+  dedicated(): ReadonlySet<C> {
     return this.detached;
   }
 

@@ -432,19 +432,17 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
 
   /** A summary for util.inspect and the console: no options, no connection internals. */
   [inspect.custom](): string {
-    return `NodePool { target: '${formatAddress(this.current)}', generation: ${this.gen}, connections: ${this.all.size}, borrowed: ${this.exclusive.stats().borrowed}${this.closed ? ', closed' : ''} }`;
+    return `NodePool { target: '${formatAddress(this.current)}', generation: ${this.gen}, connections: ${this.all.size}, borrowed: ${this.exclusive.borrowed().size}${this.closed ? ', closed' : ''} }`;
   }
 
   /** Counts for `stats()`. */
   stats(): NodePoolStats {
-    let dedicated = 0;
-    for (const _ of this.exclusive.dedicated()) dedicated++;
     return {
       address: { ...this.current },
       generation: this.gen,
       lanes: this.lanes.stats(),
       exclusive: this.exclusive.stats(),
-      dedicated,
+      dedicated: this.exclusive.dedicated().size,
       maintenance: this.maint.snapshot(this.relaxedNow()),
     };
   }
