@@ -394,6 +394,8 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     const found = await discoverReplicas(this.ctx);
     const checked = await Promise.all(found.map((a) => verifyMaster(a, this.o.probe, 'slave').then(() => a, () => undefined)));
     const healthy = checked.filter((a): a is NodeAddress => a !== undefined);
+    // close() closes the replica pools it knows of: none is made after it.
+    if (this.closed) return;
     const keep = new Set(healthy.map(key));
     for (const p of this.replicaPools) if (!keep.has(key(p.target))) void p.close(this.o.closeTimeout);
     const existing = new Map(this.replicaPools.filter((p) => keep.has(key(p.target))).map((p) => [key(p.target), p]));
@@ -404,14 +406,10 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       this.replicaPools = [...existing.values()];
       await this.zones.learn([...created.values(), ...(this.o.readFrom === 'az-affinity-replicas-and-primary' ? [this.node] : [])]);
       if (this.closed) {
+        // close() came while the zones were asked: the pools made for this load are ours to close.
         for (const p of created.values()) void p.close(this.o.closeTimeout);
         return;
       }
-    }
-    if (this.closed) {
-      // close() has closed the pools it knew of: the ones made for this load are ours to close.
-      for (const p of created.values()) void p.close(this.o.closeTimeout);
-      return;
     }
     this.replicaPools = healthy.map((a) => existing.get(key(a)) ?? created.get(key(a))!);
     this.hub?.replace('replicas-changed');
