@@ -13,19 +13,8 @@ import type { ResolvedConnectionOptions } from '../../src/connection/options.js'
 import { ConnectionError, UncertainWriteError } from '../../src/errors.js';
 import type { Connector } from '../../src/pool/node-pool.js';
 import { formatAddress, type Arg, type NodeAddress } from '../../src/types.js';
+import { deferred, type Deferred } from './deferred.js';
 
-export interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(v: T): void;
-  reject(e: unknown): void;
-}
-
-export function deferred<T>(): Deferred<T> {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((r, j) => ((resolve = r), (reject = j)));
-  return { promise, resolve, reject };
-}
 
 let nextId = 1;
 

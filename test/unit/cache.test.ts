@@ -11,14 +11,10 @@ import { ClientCache, YIELD } from '../../src/cache/client-cache.js';
 import { resolveCacheOptions, trackingCommand } from '../../src/cache/options.js';
 import type { Connection } from '../../src/connection/connection.js';
 import type { Reply } from '../../src/types.js';
+import { deferred } from '../support/deferred.js';
 
 const OPTS = resolveCacheOptions({}, 3)!;
 
-function deferred(): { promise: Promise<Reply>; resolve: (v: Reply) => void } {
-  let resolve!: (v: Reply) => void;
-  const promise = new Promise<Reply>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 function fakeConnection(lane = true): Connection & EventEmitter {
   const c = new EventEmitter() as unknown as Connection & EventEmitter;
@@ -60,7 +56,7 @@ describe('cachePlan', () => {
 describe('ClientCache freshness', () => {
   it('identical reads in flight share one request; the reply is kept', async () => {
     const cache = new ClientCache(OPTS);
-    const d = deferred();
+    const d = deferred<Reply>();
     let sends = 0;
     const send = () => { sends++; return d.promise; };
     const a = cache.run(['GET', 'k'], send) as Promise<Reply>;
@@ -76,7 +72,7 @@ describe('ClientCache freshness', () => {
     const cache = new ClientCache(OPTS);
     const conn = fakeConnection();
     cache.attach(conn);
-    const d = deferred();
+    const d = deferred<Reply>();
     const p = cache.run(['GET', 'k'], () => d.promise) as Promise<Reply>;
     conn.emit('push', ['invalidate', ['k']]);
     d.resolve('old');
@@ -86,7 +82,7 @@ describe('ClientCache freshness', () => {
 
   it('a flush while the read is out does the same (a connection lost, a failover)', async () => {
     const cache = new ClientCache(OPTS);
-    const d = deferred();
+    const d = deferred<Reply>();
     const p = cache.run(['GET', 'k'], () => d.promise) as Promise<Reply>;
     cache.flush('failover');
     d.resolve('old');
@@ -127,7 +123,7 @@ describe('ClientCache freshness', () => {
     const cache = new ClientCache(OPTS, (key) => (key.startsWith('a') ? 1 : 2));
     await cache.run(['GET', 'a1'], async () => '1');
     await cache.run(['GET', 'b1'], async () => '2');
-    const d = deferred();
+    const d = deferred<Reply>();
     const p = cache.run(['GET', 'a2'], () => d.promise) as Promise<Reply>;
     cache.flushGroups(new Set([1]), 'slot-moved');
     d.resolve('x');

@@ -14,6 +14,7 @@ import type { Arg, NodeAddress, Reply } from '../../src/types.js';
 import { startFakeServer, resp, type FakeHandler, type FakeServer } from '../support/fake-server.js';
 import { decodeCommand } from '../support/resp-wire.js';
 import { startStandalone, waitFor, type StandaloneTopology } from '../support/topology.js';
+import { deferred } from '../support/deferred.js';
 
 // ------------------------------------------------------------------ helpers
 
@@ -34,11 +35,6 @@ async function connect(address: NodeAddress, o: ConnectionOptions = {}, extra?: 
   return c;
 }
 
-function deferred<T = void>() {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 /** Tracks a promise's outcome without letting a rejection go unhandled. */
 function track<T>(p: Promise<T>) {

@@ -8,6 +8,7 @@ import { ConnectionError } from '../../src/errors.js';
 import { RoleMismatchError, type MasterAnswer } from '../../src/sentinel/discovery.js';
 import { MasterTracker, type MasterTrackerDeps, type SwitchInfo, type TrackerEvents } from '../../src/sentinel/master-tracker.js';
 import type { NodeAddress } from '../../src/types.js';
+import { deferred, type Deferred } from '../support/deferred.js';
 
 const A = { host: '10.0.0.1', port: 6379 };
 const B = { host: '10.0.0.2', port: 6379 };
@@ -15,17 +16,6 @@ const C = { host: '10.0.0.3', port: 6379 };
 const S1 = { host: '10.0.1.1', port: 26379 };
 const k = (a: NodeAddress) => `${a.host}:${a.port}`;
 
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(v: T): void;
-  reject(e: unknown): void;
-}
-function deferred<T>(): Deferred<T> {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((r, j) => ((resolve = r), (reject = j)));
-  return { promise, resolve, reject };
-}
 
 /** A tracker on master A (epoch 3) with scripted I/O. */
 function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {

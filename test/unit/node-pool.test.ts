@@ -14,7 +14,8 @@ import { NodePool } from '../../src/pool/node-pool.js';
 import { resolvePoolOptions } from '../../src/pool/options.js';
 import type { PoolOptions } from '../../src/pool/options.js';
 import type { NodeAddress } from '../../src/types.js';
-import { deferred, FakeNet, type Deferred, type FakeConnection } from '../support/fake-connection.js';
+import { deferred, type Deferred } from '../support/deferred.js';
+import { FakeNet, type FakeConnection } from '../support/fake-connection.js';
 
 const A = { host: '10.0.0.1', port: 6379 };
 const B = { host: '10.0.0.2', port: 6379 };
