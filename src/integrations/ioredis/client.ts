@@ -9,7 +9,7 @@ import {
   type IoredisArgument, type IoredisBufferCommands, type IoredisCallback, type IoredisCommands,
 } from './commands.js';
 import { HandleSubscriptions } from './pubsub.js';
-import { blockingSeconds, traitsOf } from '../../commands/traits.js';
+import { blockingSeconds, builtinClassifier } from '../../commands/traits.js';
 import { checkDefinition, scriptCall, type IoredisCommandDefinition, type ScriptCall } from './scripts.js';
 
 /** The part of a view (`pool.with(options)`) the handle sends through. */
@@ -366,11 +366,11 @@ export class IoredisClient extends EventEmitter {
  * command traits' rule, the one the pool uses to send them on an exclusive connection.
  */
 function isBlocking(name: string, args: readonly Arg[]): boolean {
-  const full = [name, ...args];
-  const t = traitsOf(full);
+  // By name first (one map lookup): no blocking command has subcommands, and most calls end here.
+  const t = builtinClassifier().ofName(name);
   if (t.block === undefined) return false;
   try {
-    return blockingSeconds(t, full) !== undefined;
+    return blockingSeconds(t, [name, ...args]) !== undefined;
   } catch {
     return true; // a malformed timeout: the pool refuses it, with or without the signal
   }
