@@ -656,7 +656,7 @@ describe('sentinel through fault proxies', () => {
     await failoverDone(toReal);
   });
 
-  it('a sentinel black-holed while it leads a failover: the pool still follows the failover through the other sentinels', { timeout: 120_000 }, async () => {
+  it('a sentinel black-holed while it leads a failover: the pool still follows the failover through the other sentinels', { timeout: 180_000 }, async () => {
     const fromReal = await topo.currentMaster();
     const pool = await create(base);
     const log = new EventLog(pool);
@@ -667,19 +667,21 @@ describe('sentinel through fault proxies', () => {
     const leader = topo.sentinels[0]!;
     px.of(leader).blackhole();
     const t0 = Date.now();
-    // A forced failover the sentinels refuse or abort (the previous test's failover still being
-    // completed, or no replica they judge good yet) is asked for again: what is tested is the
-    // pool, not the sentinels.
+    // A forced failover the sentinels refuse (the previous test's failover still being completed)
+    // or abort (no replica they judge good yet) is asked for again: what is tested is the pool,
+    // not the sentinels. Each request gets longer than failover-timeout to complete: asking
+    // again while the first failover is still reconfiguring replicas starts a second one, to
+    // another replica that never had the first one's writes (seen in a loaded CI run).
     let toReal: NodeAddress | undefined;
-    for (let ask = 0; toReal === undefined && ask < 4; ask++) {
+    for (let ask = 0; toReal === undefined && ask < 2; ask++) {
       await waitFor(async () => {
         const asked = await leader.cli('SENTINEL', 'FAILOVER', topo.masterName);
         if (asked !== 'OK') throw new Error(`SENTINEL FAILOVER answered ${String(asked)}`);
         return asked;
       }, 'the leader to take SENTINEL FAILOVER', 30_000);
-      toReal = await topo.waitForNewMaster(fromReal, 15_000).catch(() => undefined);
+      toReal = await topo.waitForNewMaster(fromReal, 45_000).catch(() => undefined);
     }
-    if (toReal === undefined) throw new Error(`the sentinels did not complete a failover away from ${fromReal.host}:${fromReal.port} after 4 requests`);
+    if (toReal === undefined) throw new Error(`the sentinels did not complete a failover away from ${fromReal.host}:${fromReal.port} after 2 requests`);
     const ev = (await waitFor(() => log.failover[0], 'the failover event through the other sentinels', 30_000)).info;
     await load.waitForAcks(300, 'writes after the failover');
     await load.stop();
