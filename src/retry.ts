@@ -123,7 +123,11 @@ export function retryOrThrow(err: unknown, a: FailedAttempt): void {
   if (retryTimeLeft(a, a.started, a.window) <= 0) {
     // Without a deadline (commandTimeout 0) retries are bounded by connectTimeout instead: say which.
     const within = a.deadline === 0 ? `the retry window (connectTimeout ${a.window} ms; the call has no deadline)` : 'its deadline';
-    throw timedOut(`${a.name} to ${a.role ?? ''}${formatAddress(a.address)} could not be completed within ${within}; last error: ${(err as Error)?.message ?? String(err)}`, err, a.address);
+    // Says what became of the command, as the wait for a lane does: the same fault reads the same
+    // whether the deadline passed while waiting or right after a failed attempt.
+    const last = ((err as Error)?.message ?? String(err)).replace(/\s+/g, ' ').trim().replace(/\.$/, '');
+    const outcome = wasWritten(err) ? 'it may have executed' : 'it was not sent';
+    throw timedOut(`${a.name} to ${a.role ?? ''}${formatAddress(a.address)} could not be completed within ${within}; last error: ${last}; ${outcome}.`, err, a.address);
   }
 }
 

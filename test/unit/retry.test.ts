@@ -87,7 +87,7 @@ describe('how long may this wait?', () => {
     ['time left: retry', notSent(), {}, 'retry'],
     ['deadline passed: a TimeoutError naming the node, the deadline and the cause', notSent(), { deadline: Date.now() - 1 }, (e) => {
       expect(e).toBeInstanceOf(TimeoutError);
-      expect((e as TimeoutError).message).toBe('GET to 127.0.0.1:7001 could not be completed within its deadline; last error: connection lost before the write');
+      expect((e as TimeoutError).message).toBe('GET to 127.0.0.1:7001 could not be completed within its deadline; last error: connection lost before the write; it was not sent.');
       expect((e as TimeoutError).sent).toBe(false);
       expect((e as TimeoutError).cause).toBeInstanceOf(ConnectionError);
     }],
