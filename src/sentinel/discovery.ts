@@ -1,6 +1,7 @@
 import type { ResolvedConnectionOptions } from '../connection/options.js';
 import { AllSentinelsDownError, AuthenticationError, ConnectionError, MasterNotMonitoredError, RedisError } from '../errors.js';
 import { formatAddress, type NodeAddress } from '../types.js';
+import { decided } from './commitment.js';
 import { isPermissionError, oneShot, oneShotAll, parseMasterAddr, parseMasterRecord, parseRole, parseSentinels, healthyReplicas, toFields } from './sentinel-client.js';
 
 /** What discovery needs to know. */
@@ -35,30 +36,44 @@ export interface MasterAnswer {
 
 const same = (a: NodeAddress, b: NodeAddress) => a.host === b.host && a.port === b.port;
 
+/** Every sentinel's answer to one poll, and how many sentinels were asked. */
+export interface SentinelPoll {
+  /** One per sentinel that named a master, in the order of the list asked. */
+  answers: MasterAnswer[];
+  /** Sentinels asked: the configured and discovered set, answering or not (majorities count against it). */
+  known: number;
+}
+
 /**
  * Asks every sentinel at once and takes the answer with the newest configuration (the highest
- * `config-epoch`; among equals, the sentinel listed first). It returns once every sentinel has
- * settled or a majority of them has answered, so one silent sentinel costs nothing while the
- * others agree.
+ * `config-epoch`; among equals, the sentinel listed first). See {@link pollSentinels}.
  *
  * Why not the first answer, as Redis's Sentinel client guidelines suggest: a sentinel that was
  * restarted, partitioned or paused during a failover goes on naming the old master for seconds,
  * and the old master goes on answering ROLE master until it is reconfigured. The first answer
  * can therefore move a pool back to a demoted master, where every write is later discarded.
  * The epoch says which view is newer; ROLE cannot.
+ */
+export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer> {
+  return newestAnswer((await pollSentinels(ctx)).answers)!;
+}
+
+/**
+ * Asks every sentinel at once for the master and its config epoch. It returns once every
+ * sentinel has settled or one address is named by a majority of them (no other can then be),
+ * so one silent sentinel costs nothing while the others agree. The sentinel with the newest
+ * answer moves to the front of the list.
  *
  * Throws `MasterNotMonitoredError` when sentinels answered but none knows the name, and
  * `AllSentinelsDownError` (with each sentinel's error) when none could be reached.
  */
-export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer> {
+export async function pollSentinels(ctx: DiscoveryContext): Promise<SentinelPoll> {
   const list = [...ctx.sentinels];
   const errors: unknown[] = new Array(list.length);
   const answers: Array<MasterAnswer | undefined> = new Array(list.length);
   let answeredUnknown = 0;
   await new Promise<void>((resolve) => {
     let settled = 0;
-    let answered = 0;
-    const majority = Math.floor(list.length / 2) + 1;
     list.forEach((sentinel, i) => {
       askOne(sentinel, ctx).then(
         (a) => {
@@ -67,7 +82,6 @@ export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer>
             errors[i] = new MasterNotMonitoredError(ctx.masterName, `Sentinel ${formatAddress(sentinel)} does not monitor a master named "${ctx.masterName}".`);
           } else {
             answers[i] = a;
-            answered++;
           }
         },
         (err: unknown) => {
@@ -75,7 +89,7 @@ export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer>
         },
       ).finally(() => {
         settled++;
-        if (settled === list.length || answered >= majority) resolve();
+        if (settled === list.length || decided(answers.filter((a) => a !== undefined), list.length)) resolve();
       });
     });
   });
@@ -87,7 +101,7 @@ export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer>
       ctx.sentinels.splice(i, 1);
       ctx.sentinels.unshift(best.sentinel);
     }
-    return best;
+    return { answers: answers.filter((a): a is MasterAnswer => a !== undefined), known: list.length };
   }
   const failed = errors.filter((e) => e !== undefined);
   if (answeredUnknown > 0) {

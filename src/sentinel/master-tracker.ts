@@ -2,7 +2,8 @@ import { ConnectionError, AllSentinelsDownError } from '../errors.js';
 import { backoffDelay, sleep } from '../pool/backoff.js';
 import { Coalescer } from '../retry.js';
 import { formatAddress, type NodeAddress } from '../types.js';
-import { RoleMismatchError, sameAddress, type MasterAnswer } from './discovery.js';
+import { judgeCommitment } from './commitment.js';
+import { newestAnswer, RoleMismatchError, sameAddress, type SentinelPoll } from './discovery.js';
 import { blindWindow, epochAfterSwitch, judgeAnswer } from './master-view.js';
 import type { SentinelSignal } from './messages.js';
 import type { ResolvedSentinelOptions } from './options.js';
@@ -26,11 +27,11 @@ export interface TrackerEvents {
  * in the unit tests), and where switches and events go.
  */
 export interface MasterTrackerDeps {
-  readonly o: Pick<ResolvedSentinelOptions, 'masterName' | 'role' | 'fenceTimeout' | 'promotionCheckInterval' | 'queueTimeout' | 'natMap' | 'pool'>;
+  readonly o: Pick<ResolvedSentinelOptions, 'masterName' | 'role' | 'failoverCommit' | 'fenceTimeout' | 'promotionCheckInterval' | 'queueTimeout' | 'natMap' | 'pool'>;
   readonly node: { readonly target: NodeAddress; swap(address: NodeAddress): void };
   readonly gate: { readonly isOpen: boolean; close(): void; open(): void };
-  /** The sentinels' newest answer (askSentinels). */
-  ask(): Promise<MasterAnswer>;
+  /** Every sentinel's answer (pollSentinels). */
+  ask(): Promise<SentinelPoll>;
   /** Resolves when `address` answers ROLE as master (verifyMaster); rejects otherwise. */
   verify(address: NodeAddress): Promise<void>;
   isClosed(): boolean;
@@ -60,10 +61,19 @@ export class MasterTracker {
   private epoch: number | undefined;
   /** Replica -> when its watch connection was last killed (a promotion, if ROLE then says master). */
   private readonly lostAt = new Map<string, number>();
+  /**
+   * Nodes that answered ROLE master and that a majority of the sentinels has not named yet
+   * (`failoverCommit: 'majority'`): writes are held until the sentinels commit or undo them.
+   */
+  private readonly uncommitted = new Map<string, NodeAddress>();
+  /** What first saw the promotion that the sentinels have not committed yet (reported by the switch). */
+  private seenBy: DetectedBy | undefined;
   /** Watch connections lost and not yet judged by ROLE: writes are held meanwhile. */
   private suspects = 0;
   /** When writes to the current master were first held for the switch under way. */
   private heldSince: number | undefined;
+  /** When a fence first engaged during the hold under way (kept after the fence ends while writes stay held). */
+  private fencedSince: number | undefined;
   private pin: { against: NodeAddress; until: number } | undefined;
   /** Re-checks, one at a time: each run is one resolution (see {@link check}). */
   private readonly checks = new Coalescer(() => this.check());
@@ -83,9 +93,12 @@ export class MasterTracker {
     this.epoch = epoch;
   }
 
-  /** True while the write fence holds writes (a failover was announced and has not completed). */
+  /**
+   * True while the write fence holds writes: a failover was announced and has not completed,
+   * or a promotion was seen that the sentinels have not committed to yet.
+   */
   get fenced(): boolean {
-    return this.fence !== undefined;
+    return this.fence !== undefined || this.uncommitted.size > 0;
   }
 
   /** Config epoch of the configuration followed now. */
@@ -138,6 +151,7 @@ export class MasterTracker {
           timer.unref();
           // The sentinel announcing the failover leads it: if it goes down, the failover is stuck.
           this.fence = { from, timer, leader: channel === 'poll' ? undefined : leader, at: Date.now() };
+          this.fencedSince ??= this.fence.at;
           this.d.emit('failover-start', { masterName: this.d.o.masterName, master: from, event: sig.event, at: Date.now() });
         }
         if (sig.candidate && this.fence) void this.watchPromotion(this.d.o.natMap(sig.candidate), channel === 'poll' ? 'poll' : 'pubsub');
@@ -191,7 +205,7 @@ export class MasterTracker {
       while (this.fence && !this.d.isClosed()) {
         try {
           await this.d.verify(candidate);
-          if (this.fence && !this.d.isClosed()) this.applyMaster(candidate, detectedBy, undefined);
+          if (this.fence) this.promoted(candidate, detectedBy);
           return;
         } catch {
           // Not promoted yet (or not reachable): look again shortly.
@@ -212,7 +226,24 @@ export class MasterTracker {
       this.requestRefresh('pubsub', false);
       return;
     }
-    if (!this.d.isClosed()) this.applyMaster(address, 'pubsub', undefined);
+    this.promoted(address, 'pubsub');
+  }
+
+  /**
+   * `address` answers ROLE master. With `failoverCommit: 'promotion'` the pool switches now;
+   * with `'majority'` writes are held (to both nodes) until a majority of the sentinels names
+   * the new master, or the promotion is undone: Sentinel turns back a promotion whose leader
+   * went silent before the others adopted it, with every write it acknowledged.
+   */
+  private promoted(address: NodeAddress, detectedBy: DetectedBy): void {
+    if (this.d.isClosed() || sameAddress(address, this.d.node.target)) return;
+    if (this.d.o.failoverCommit === 'promotion') {
+      this.applyMaster(address, detectedBy, undefined, 0);
+      return;
+    }
+    this.uncommitted.set(key(address), { ...address });
+    this.seenBy ??= detectedBy;
+    this.requestRefresh(detectedBy, true);
   }
 
   /**
@@ -257,10 +288,9 @@ export class MasterTracker {
 
   /** One resolution: true when a master is confirmed and commands may flow. */
   private async resolveOnce(reason: DetectedBy): Promise<boolean> {
-    let answer: NodeAddress;
-    let answerEpoch: number | undefined;
+    let poll: SentinelPoll;
     try {
-      ({ address: answer, epoch: answerEpoch } = await this.d.ask());
+      poll = await this.d.ask();
     } catch (err) {
       // Cut off from every sentinel (not from the master): carry on with the last verified
       // master while it still answers ROLE master, rather than hold every command until the
@@ -268,6 +298,72 @@ export class MasterTracker {
       if (err instanceof AllSentinelsDownError && (await this.continueWithCurrent(`No sentinel of "${this.d.o.masterName}" could be reached`, err))) return true;
       throw err;
     }
+    return this.d.o.failoverCommit === 'majority' ? this.resolveByMajority(poll, reason) : this.resolveByNewest(poll, reason);
+  }
+
+  /**
+   * `failoverCommit: 'majority'`: follow only what a majority of the known sentinels names. A
+   * new master needs a majority naming it from a newer configuration; the current one is
+   * released to only when no failover is announced and every promotion seen since was undone.
+   */
+  private async resolveByMajority(poll: SentinelPoll, reason: DetectedBy): Promise<boolean> {
+    const current = this.d.node.target;
+    const c = judgeCommitment({ address: current, epoch: this.epoch }, poll.answers, poll.known);
+    switch (c.kind) {
+      case 'moved':
+        await this.d.verify(c.address);
+        if (this.d.isClosed()) return false;
+        // The event says what first saw the promotion (the watch, the fence's candidate), not the message that completed the majority.
+        this.applyMaster(c.address, this.uncommitted.has(key(c.address)) ? this.seenBy ?? reason : reason, c.epoch, c.confirmedBy);
+        return true;
+      case 'current':
+        if (!(await this.mayRelease(`${c.confirmedBy} of ${poll.known} sentinels still name ${key(current)}`))) return false;
+        await this.d.verify(current);
+        if (this.d.isClosed()) return false;
+        this.applyMaster(current, reason, c.epoch, c.confirmedBy);
+        return true;
+      case 'older': {
+        // Sentinels whose epochs restarted: followed only once the current master says it is a replica.
+        const k = await this.checkCurrent(current, () => this.mayRelease(`the current master still answers ROLE master`));
+        if (k !== 'follow') return k === 'stay';
+        await this.d.verify(c.address);
+        if (this.d.isClosed()) return false;
+        this.applyMaster(c.address, reason, c.epoch, c.confirmedBy);
+        return true;
+      }
+      case 'none':
+        // Sentinels split or unreachable: keep the current master while it still is one, but
+        // never release writes held for a failover or an uncommitted promotion on that basis.
+        return (await this.checkCurrent(current, () => this.mayRelease(`no majority of the sentinels names another master`))) === 'stay';
+    }
+  }
+
+  /**
+   * Writes may go to the current master again: no failover is announced, and every promotion
+   * seen since is undone (the node answers as a replica again, or not at all). Each undone one
+   * is reported as a `failover-abort`.
+   */
+  private async mayRelease(why: string): Promise<boolean> {
+    if (this.fence) return false;
+    for (const [k, address] of this.uncommitted) {
+      try {
+        await this.d.verify(address);
+        return false; // still a master the sentinels have not committed to: hold
+      } catch {
+        if (!this.uncommitted.delete(k)) continue;
+        if (this.uncommitted.size === 0) this.seenBy = undefined;
+        this.d.emit('failover-abort', {
+          masterName: this.d.o.masterName, master: { ...this.d.node.target }, at: Date.now(),
+          reason: `the promotion of ${k} was not kept by the sentinels (${why}); writes held meanwhile go to ${key(this.d.node.target)}`,
+        });
+      }
+    }
+    return !this.fence && this.uncommitted.size === 0 && !this.d.isClosed();
+  }
+
+  /** `failoverCommit: 'promotion'`: follow the newest configuration any sentinel reports. */
+  private async resolveByNewest(poll: SentinelPoll, reason: DetectedBy): Promise<boolean> {
+    const { address: answer, epoch: answerEpoch } = newestAnswer(poll.answers)!;
     if (this.fence && sameAddress(answer, this.fence.from)) return false; // the announced failover has not switched yet
     const current = this.d.node.target;
     const verdict = judgeAnswer({ address: current, epoch: this.epoch }, { address: answer, epoch: answerEpoch });
@@ -287,7 +383,7 @@ export class MasterTracker {
     if (this.pin && sameAddress(answer, current)) this.pin = undefined;
     await this.d.verify(answer);
     if (this.d.isClosed()) return false;
-    this.applyMaster(answer, reason, answerEpoch);
+    this.applyMaster(answer, reason, answerEpoch, poll.answers.filter((a) => sameAddress(a.address, answer)).length);
     return true;
   }
 
@@ -309,9 +405,11 @@ export class MasterTracker {
    * right after its promotion) proves nothing, and the distrusted answer's node may still say
    * master: 'later', ask again rather than go back to it.
    */
-  private async checkCurrent(current: NodeAddress): Promise<'stay' | 'follow' | 'later'> {
+  private async checkCurrent(current: NodeAddress, mayOpen?: () => Promise<boolean>): Promise<'stay' | 'follow' | 'later'> {
     try {
       await this.d.verify(current);
+      // The current master is one, but writes held for something else (majority mode) stay held.
+      if (mayOpen && !(await mayOpen())) return 'later';
       this.openGate();
       return 'stay';
     } catch (err) {
@@ -324,10 +422,10 @@ export class MasterTracker {
    * time; said once per hold). Never while a failover is announced: its fence holds writes.
    */
   private continueWithCurrent(why: string, cause?: unknown): Promise<boolean> {
-    if (this.fence || this.d.isClosed()) return Promise.resolve(false);
+    if (this.fenced || this.d.isClosed()) return Promise.resolve(false);
     this.stallCheck ??= this.d.verify(this.d.node.target).then(
       () => {
-        if (this.fence || this.d.isClosed()) return false;
+        if (this.fenced || this.d.isClosed()) return false;
         if (!this.d.gate.isOpen) {
           this.openGate();
           this.d.emit('error', new ConnectionError(`${why}; commands go on to the last verified master ${key(this.d.node.target)}, which still answers ROLE master.`, { cause, address: { ...this.d.node.target } }));
@@ -343,11 +441,12 @@ export class MasterTracker {
 
   /**
    * Points the pool at `address` (verified with ROLE). `epoch`: the config epoch of the
-   * configuration that names it (undefined when unknown or when the pool saw the promotion itself).
+   * configuration that names it (undefined when unknown or when the pool saw the promotion
+   * itself); `confirmedBy`: how many sentinels named it.
    */
-  private applyMaster(address: NodeAddress, reason: DetectedBy, epoch: number | undefined): void {
+  private applyMaster(address: NodeAddress, reason: DetectedBy, epoch: number | undefined, confirmedBy: number): void {
     const from = this.d.node.target;
-    const fencedAt = this.fence?.at;
+    const fencedAt = this.fence?.at ?? this.fencedSince;
     if (this.fence) {
       clearTimeout(this.fence.timer);
       this.fence = undefined;
@@ -357,13 +456,16 @@ export class MasterTracker {
       const promoted = this.lostAt.get(key(address));
       const promotedAt = promoted !== undefined && at - promoted <= this.d.o.fenceTimeout ? promoted : undefined;
       const { fenced, blindMs } = blindWindow(fencedAt, promotedAt, this.heldSince ?? at);
+      const heldMs = this.heldSince === undefined ? 0 : at - this.heldSince;
       this.d.node.swap(address);
       this.switches++;
       this.epoch = epochAfterSwitch(this.epoch, epoch);
       this.lostAt.clear();
+      this.uncommitted.clear();
+      this.seenBy = undefined;
       this.pin = { against: from, until: at + this.d.o.fenceTimeout };
       this.openGate();
-      this.d.switched({ masterName: this.d.o.masterName, from, to: { ...address }, detectedBy: reason, at, fenced, blindMs });
+      this.d.switched({ masterName: this.d.o.masterName, from, to: { ...address }, detectedBy: reason, at, fenced, blindMs, epoch: this.epoch ?? 0, confirmedBy, heldMs });
     } else {
       if (epoch !== undefined && (this.epoch === undefined || epoch > this.epoch)) this.epoch = epoch;
       this.openGate();
@@ -378,6 +480,7 @@ export class MasterTracker {
 
   private openGate(): void {
     this.heldSince = undefined;
+    this.fencedSince = undefined;
     this.d.gate.open();
   }
 
@@ -394,14 +497,12 @@ export class MasterTracker {
     this.holdWrites();
     if (this.heldSince !== undefined && this.heldSince > at) this.heldSince = at;
     void this.d.verify(replica).then(
-      () => {
-        if (!this.d.isClosed() && !sameAddress(replica, this.d.node.target)) this.applyMaster(replica, 'promotion', undefined);
-      },
+      () => this.promoted(replica, 'promotion'),
       () => {},
     ).finally(() => {
       this.suspects--;
       // Not a promotion: release the hold unless a fence, a refresh or another suspect holds it.
-      if (this.suspects === 0 && !this.d.isClosed() && !this.fence && !this.checks.busy && !this.d.gate.isOpen) this.openGate();
+      if (this.suspects === 0 && !this.d.isClosed() && !this.fenced && !this.checks.busy && !this.d.gate.isOpen) this.openGate();
     });
   }
 

@@ -68,6 +68,16 @@ export interface SentinelOptions extends ConnectionOptions, CommonOptions {
   /** Longest writes are held after a sentinel announced a failover that has not completed. Default 15000. */
   fenceTimeout?: number;
   /**
+   * When a new master counts. `'majority'` (default): only once a majority of the sentinels the
+   * pool knows (configured and discovered, answering or not) names it with a config epoch newer
+   * than the one the pool follows; until then writes are held, sent to neither node, so no write
+   * is acknowledged by a promotion the sentinels later roll back. `'promotion'`: as soon as the
+   * promoted replica answers ROLE master, about a second sooner, at the risk of losing every
+   * write acknowledged there when Sentinel does not keep that promotion (its leader went silent
+   * before the others adopted it). See docs/failover-guarantees.md.
+   */
+  failoverCommit?: 'majority' | 'promotion';
+  /**
    * While a failover of our master is under way, how often the replica the leader selected is
    * asked for its ROLE, so the pool switches the moment it is promoted. 0 waits for
    * `+promoted-slave` / `+switch-master` instead. Default 25.
@@ -107,6 +117,7 @@ export interface ResolvedSentinelOptions extends ResolvedCommonOptions {
   maxQueued: number;
   queueTimeout: number;
   fenceTimeout: number;
+  failoverCommit: 'majority' | 'promotion';
   promotionCheckInterval: number;
   discoveryTimeout: number;
   watchReplicas: boolean;
@@ -136,6 +147,7 @@ export const SENTINEL_OWN_OPTIONS = defineOptions<SentinelOwnOptions>()({
   maxQueued: { kind: 'integer', default: 10000, doc: 'Commands that may wait while the master is switched; more are refused with `QueueFullError`.' },
   queueTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 5000, doc: 'Longest a command waits for a switch (within its own deadline). When no sentinel can be reached, the pool goes on with the last verified master as soon as it answers ROLE master.' },
   fenceTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 15000, doc: 'Longest writes are held after a sentinel announced a failover that has not completed (released sooner when it aborts or the other sentinels report its leader down).' },
+  failoverCommit: { kind: 'oneOf', values: ['majority', 'promotion'], default: 'majority', doc: '`majority`: a new master counts once a majority of the known sentinels (configured and discovered, answering or not) names it with a newer config epoch; writes are held until then, so a promotion Sentinel rolls back costs no acknowledged write. `promotion`: switch as soon as the promoted replica answers ROLE master (about a second sooner), losing the writes acknowledged there if Sentinel does not keep the promotion.' },
   promotionCheckInterval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 25, doc: 'During a failover of our master, how often the replica the leader selected is asked for its ROLE, so the pool switches the moment it is promoted; 0 waits for `+promoted-slave` / `+switch-master`.' },
   discoveryTimeout: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 10000, doc: 'How long `create()` keeps retrying when the sentinels name a node that is not (yet) a master.' },
   watchReplicas: { kind: 'boolean', default: true, doc: 'Keep one idle connection to each replica (master role), so the pool hears a promotion the moment it happens even when it lost the sentinel leading the failover (Sentinel kills the promoted replica\'s client connections). One connection per replica.' },
@@ -195,6 +207,7 @@ export function resolveSentinelOptions(masterName: unknown, sentinels: unknown, 
     maxQueued: own.maxQueued,
     queueTimeout: own.queueTimeout,
     fenceTimeout: own.fenceTimeout,
+    failoverCommit: own.failoverCommit,
     promotionCheckInterval: own.promotionCheckInterval,
     discoveryTimeout: own.discoveryTimeout,
     watchReplicas: own.watchReplicas,

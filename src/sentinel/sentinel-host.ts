@@ -35,6 +35,17 @@ export interface FailoverEvent {
    * not see the promotion itself, e.g. `watchReplicas: false`).
    */
   blindMs: number | undefined;
+  /**
+   * Config epoch of the configuration followed from now on. With `failoverCommit: 'promotion'`,
+   * a switch made on the promotion itself, before any sentinel named the new master, carries the
+   * old epoch plus one half (newer than the old configuration, older than the one the failover
+   * creates); 0 when the sentinels report no epoch (a user not allowed `SENTINEL MASTER`).
+   */
+  epoch: number;
+  /** How many sentinels named the new master when the pool switched (0: a switch on the promotion itself). */
+  confirmedBy: number;
+  /** How long (ms) writes were held before the switch (0 when they were not). */
+  heldMs: number;
 }
 
 /**

@@ -10,7 +10,7 @@ import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import { CommandRegistry } from '../commands/command-table.js';
 import { KeyPrefixer } from '../commands/key-prefix.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
-import { askSentinels, discoverReplicas, discoverSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
+import { askSentinels, discoverReplicas, discoverSentinels, pollSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
 import { MasterDispatcher, ReplicaDispatcher } from './dispatchers.js';
 import type { DetectedBy, FailoverEvent, SentinelHost } from './sentinel-host.js';
 import { Gate } from './gate.js';
@@ -192,7 +192,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
       o,
       node: this.node,
       gate: this.gate,
-      ask: () => askSentinels(this.ctx),
+      ask: () => pollSentinels(this.ctx),
       verify: (address) => verifyMaster(address, o.probe),
       isClosed: () => this.closed,
       emit: (event, payload) => (this.emit as (e: string, p: unknown) => boolean)(event, payload),

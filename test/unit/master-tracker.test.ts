@@ -17,11 +17,17 @@ const S1 = { host: '10.0.1.1', port: 26379 };
 const k = (a: NodeAddress) => `${a.host}:${a.port}`;
 
 
-/** A tracker on master A (epoch 3) with scripted I/O. */
-function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
+/**
+ * A tracker on master A (epoch 3) with scripted I/O. `commit` defaults to 'promotion' (the
+ * switch on the promotion itself, which the first suites pin down); `known` is how many
+ * sentinels the pool knows, and `setVotes` scripts each one's answer (else the one `answer`).
+ */
+function harness(opts: { fenceTimeout?: number; epoch?: number; commit?: 'majority' | 'promotion'; known?: number } = {}) {
   const roles = new Map<string, 'master' | 'slave' | 'down'>([[k(A), 'master'], [k(B), 'slave'], [k(C), 'slave']]);
   let answer: MasterAnswer = { address: A, sentinel: S1, epoch: opts.epoch ?? 3 };
   let pendingAsk: Deferred<MasterAnswer> | undefined;
+  let votes: MasterAnswer[] | undefined;
+  const poll = (a: MasterAnswer) => ({ answers: votes ? votes.map((v) => ({ ...v })) : [a], known: opts.known ?? 1 });
   const heldVerify = new Map<string, Deferred<void>>();
   const calls = { ask: 0, verify: [] as string[] };
   const gate = {
@@ -50,6 +56,7 @@ function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
     o: {
       masterName: 'mymaster',
       role: 'master',
+      failoverCommit: opts.commit ?? 'promotion',
       fenceTimeout: opts.fenceTimeout ?? 15_000,
       promotionCheckInterval: 25,
       queueTimeout: 5000,
@@ -60,8 +67,8 @@ function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
     gate,
     ask: () => {
       calls.ask++;
-      if (pendingAsk) return pendingAsk.promise;
-      return Promise.resolve({ ...answer });
+      if (pendingAsk) return pendingAsk.promise.then(poll);
+      return Promise.resolve(poll({ ...answer }));
     },
     verify: async (a) => {
       calls.verify.push(k(a));
@@ -91,6 +98,10 @@ function harness(opts: { fenceTimeout?: number; epoch?: number } = {}) {
     roles,
     setAnswer(a: MasterAnswer) {
       answer = a;
+    },
+    /** Each answering sentinel's view (the others are silent: they count against a majority). */
+    setVotes(v: MasterAnswer[]) {
+      votes = v;
     },
     /** The next ROLE check of `a` waits until the returned deferred resolves. */
     holdVerify(a: NodeAddress) {
@@ -372,7 +383,7 @@ describe('re-checks are coalesced', () => {
   it('sentinels unreachable while writes are held: it retries with backoff, and a queued command gets the last verified master (never while fenced)', async () => {
     const h = harness();
     const down = Object.assign(new Error('all down'), {});
-    (h.tracker['d'] as { ask: () => Promise<MasterAnswer> }).ask = async () => {
+    (h.tracker['d'] as { ask: () => Promise<unknown> }).ask = async () => {
       h.calls.ask++;
       throw down;
     };
@@ -411,7 +422,7 @@ describe('re-checks wait out the backoff only when nothing new comes', () => {
 
   it('a trigger during the backoff wait after a failed re-check runs the next one at once', async () => {
     const h = harness();
-    (h.tracker['d'] as { ask: () => Promise<MasterAnswer> }).ask = async () => {
+    (h.tracker['d'] as { ask: () => Promise<unknown> }).ask = async () => {
       h.calls.ask++;
       throw new Error('all down');
     };
@@ -422,6 +433,125 @@ describe('re-checks wait out the backoff only when nothing new comes', () => {
     h.tracker.requestRefresh('pubsub', false);
     await settle();
     expect(h.calls.ask).toBe(before + 1);
+    await h.close();
+  });
+});
+
+describe("failoverCommit 'majority': only the master the sentinels keep", () => {
+  const S2 = { host: '10.0.1.2', port: 26379 };
+  const S3 = { host: '10.0.1.3', port: 26379 };
+  const vote = (address: NodeAddress, sentinel: NodeAddress, epoch: number): MasterAnswer => ({ address, sentinel, epoch });
+
+  it('a promotion the sentinels do not adopt holds writes (sent to neither node) until it is turned back, then they go to the old master', async () => {
+    const h = harness({ commit: 'majority', known: 3 });
+    h.setVotes([vote(A, S1, 3), vote(A, S2, 3)]); // the leader S3 is silent (paused after promoting B)
+    h.roles.set(k(B), 'master');
+    h.tracker.onReplicaLost(B, Date.now());
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(h.node.swaps).toEqual([]);
+    expect(h.gate.isOpen).toBe(false);
+    expect(h.tracker.fenced).toBe(true); // reads still go to A, writes are held
+    // A command that waited queueTimeout is refused rather than sent to A while B may still be kept.
+    await expect(h.tracker.onGateStall()).resolves.toBe(false);
+    // The others turn B back into a replica (+convert-to-slave): the hold ends on A.
+    h.roles.set(k(B), 'slave');
+    h.tracker.onSignal({ kind: 'refresh', event: '+convert-to-slave' }, '+convert-to-slave', S1);
+    await settle();
+    expect(h.gate.isOpen).toBe(true);
+    expect(h.node.swaps).toEqual([]);
+    expect(h.switches).toEqual([]);
+    expect(h.tracker.fenced).toBe(false);
+    const abort = h.events.find((e) => e.event === 'failover-abort')!.payload as { reason: string };
+    expect(abort.reason).toMatch(/promotion of 10\.0\.0\.2:6379 was not kept by the sentinels \(2 of 3 sentinels still name 10\.0\.0\.1:6379\)/);
+    await h.close();
+  });
+
+  it('one sentinel is one voice: the leader naming the promoted replica does not move the pool; the second sentinel adopting it does', async () => {
+    const h = harness({ commit: 'majority', known: 3 });
+    h.roles.set(k(B), 'master');
+    h.tracker.onReplicaLost(B, Date.now());
+    await settle();
+    h.setVotes([vote(B, S3, 4), vote(A, S1, 3), vote(A, S2, 3)]);
+    h.tracker.onSignal({ kind: 'promoted', address: B }, '+promoted-slave', S3);
+    h.tracker.onSignal({ kind: 'switch', from: A, to: B }, '+switch-master', S3);
+    await vi.advanceTimersByTimeAsync(1200);
+    expect(h.node.swaps).toEqual([]);
+    expect(h.gate.isOpen).toBe(false);
+    h.setVotes([vote(B, S3, 4), vote(B, S1, 4), vote(A, S2, 3)]);
+    h.tracker.onSignal({ kind: 'switch', from: A, to: B }, '+switch-master', S1);
+    await settle();
+    expect(h.node.swaps).toEqual([B]);
+    expect(h.gate.isOpen).toBe(true);
+    expect(h.switches).toHaveLength(1);
+    expect(h.switches[0]).toMatchObject({ from: A, to: B, epoch: 4, confirmedBy: 2, fenced: false, blindMs: 0 });
+    expect(h.switches[0]!.heldMs).toBeGreaterThanOrEqual(1200);
+    expect(h.tracker.configEpoch).toBe(4);
+    await h.close();
+  });
+
+  it('silent sentinels count: 2 of 5 naming the new master with a newer epoch is not a majority', async () => {
+    const h = harness({ commit: 'majority', known: 5 });
+    h.roles.set(k(A), 'down');
+    h.roles.set(k(B), 'master');
+    h.setVotes([vote(B, S1, 4), vote(B, S2, 4)]);
+    h.tracker.requestRefresh('pubsub', true);
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(h.node.swaps).toEqual([]);
+    expect(h.gate.isOpen).toBe(false);
+    h.setVotes([vote(B, S1, 4), vote(B, S2, 4), vote(B, S3, 4)]);
+    h.tracker.onSignal({ kind: 'switch', from: A, to: B }, '+switch-master', S3);
+    await settle();
+    expect(h.node.swaps).toEqual([B]);
+    expect(h.switches[0]).toMatchObject({ confirmedBy: 3, epoch: 4 });
+    await h.close();
+  });
+
+  it('the old master dead and the leader gone after promoting B: the others promote C with a newer epoch, and the pool goes to C, never to B', async () => {
+    const h = harness({ commit: 'majority', known: 3 });
+    h.tracker.onSignal({ kind: 'failover-start', event: '+selected-slave', master: A, candidate: B }, '+selected-slave', S3);
+    h.roles.set(k(A), 'down');
+    h.roles.set(k(B), 'master');
+    await vi.advanceTimersByTimeAsync(100); // the candidate watch sees B promoted
+    expect(h.node.swaps).toEqual([]);
+    h.tracker.onSignal({ kind: 'sentinel-down', address: S3 }, '+sdown', S1);
+    expect(h.tracker.fenced).toBe(true); // the fence is gone, the uncommitted promotion still holds writes
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(h.gate.isOpen).toBe(false);
+    h.roles.set(k(C), 'master');
+    h.setVotes([vote(C, S1, 5), vote(C, S2, 5)]);
+    h.tracker.onSignal({ kind: 'switch', from: A, to: C }, '+switch-master', S1);
+    await settle();
+    expect(h.node.swaps).toEqual([C]);
+    expect(h.switches[0]).toMatchObject({ from: A, to: C, epoch: 5, confirmedBy: 2, fenced: true });
+    expect(h.tracker.fenced).toBe(false);
+    await h.close();
+  });
+
+  it('a sentinel that comes back naming an older configuration does not move the pool off the master the majority names', async () => {
+    const h = harness({ commit: 'majority', known: 3, epoch: 4 });
+    h.roles.set(k(B), 'master'); // B was A's replica, promoted then turned back by the others, still says master for a moment
+    h.setVotes([vote(B, S3, 5), vote(A, S1, 4), vote(A, S2, 4)]);
+    h.tracker.onSignal({ kind: 'switch', from: A, to: B }, '+switch-master', S3);
+    await settle();
+    expect(h.node.swaps).toEqual([]);
+    expect(h.gate.isOpen).toBe(true);
+    await h.close();
+  });
+
+  it('a kept failover: the write held at the fence goes to the new master once a majority adopts it, with what committed it', async () => {
+    const h = harness({ commit: 'majority', known: 3 });
+    h.tracker.onSignal({ kind: 'failover-start', event: '+try-failover', master: A }, '+try-failover', S1);
+    h.tracker.onSignal({ kind: 'failover-start', event: '+selected-slave', master: A, candidate: B }, '+selected-slave', S1);
+    await vi.advanceTimersByTimeAsync(50);
+    h.roles.set(k(B), 'master');
+    h.roles.set(k(A), 'slave');
+    await vi.advanceTimersByTimeAsync(50);
+    expect(h.node.swaps).toEqual([]);
+    h.setVotes([vote(B, S1, 4), vote(B, S2, 4), vote(A, S3, 3)]);
+    h.tracker.onSignal({ kind: 'switch', from: A, to: B }, '+switch-master', S2);
+    await settle();
+    expect(h.switches).toHaveLength(1);
+    expect(h.switches[0]).toMatchObject({ to: B, epoch: 4, confirmedBy: 2, fenced: true, blindMs: 0, heldMs: 100 });
     await h.close();
   });
 });
