@@ -113,6 +113,12 @@ export interface FailoverDiagnostic {
   fenced: boolean;
   /** How long (ms) the old master could take writes after the promotion; 0 when fenced, undefined when unknown. */
   blindMs: number | undefined;
+  /** Config epoch of the configuration followed from now on (see `FailoverEvent.epoch`). */
+  epoch: number;
+  /** How many sentinels named the new master at the switch (0: a switch on the promotion itself). */
+  confirmedBy: number;
+  /** How long (ms) writes were held before the switch. */
+  heldMs: number;
 }
 
 /** Payload of `redis-ha-pool:topology`: the same facts as a `ClusterPool`'s `topology` event. */

@@ -217,7 +217,7 @@ describe('Sentinel', () => {
       await pool.set('diag:s', '1');
       expect(r.started()[0]).toMatchObject({ command: 'SET', mode: 'sentinel', address: from, attempt: 1 });
 
-      const emitted: Array<{ fenced: boolean; blindMs: number | undefined }> = [];
+      const emitted: Array<{ fenced: boolean; blindMs: number | undefined; epoch: number; confirmedBy: number; heldMs: number }> = [];
       pool.on('failover', (e) => emitted.push(e));
       expect(await topo.sentinels[0]!.cli('SENTINEL', 'FAILOVER', topo.masterName)).toBe('OK');
       const events = r.of<FailoverDiagnostic>(DIAGNOSTICS_CHANNELS.failover);
@@ -229,6 +229,11 @@ describe('Sentinel', () => {
       await waitFor(() => emitted.length >= 1, 'the failover event');
       expect(emitted[0]).toEqual({ ...emitted[0], fenced: true, blindMs: 0 });
       expect({ fenced: events[0]!.fenced, blindMs: events[0]!.blindMs }).toEqual({ fenced: emitted[0]!.fenced, blindMs: emitted[0]!.blindMs });
+      // What committed the switch: a majority of the three sentinels named it, at the failover's epoch.
+      expect(events[0]!.confirmedBy).toBeGreaterThanOrEqual(2);
+      expect(events[0]!.epoch).toBe(Number((await topo.sentinels[0]!.cli('SENTINEL', 'MASTER', topo.masterName)).split('\n').find((_, i, a) => a[i - 1] === 'config-epoch')));
+      expect(events[0]!.heldMs).toBeGreaterThan(0);
+      expect({ epoch: events[0]!.epoch, confirmedBy: events[0]!.confirmedBy, heldMs: events[0]!.heldMs }).toEqual({ epoch: emitted[0]!.epoch, confirmedBy: emitted[0]!.confirmedBy, heldMs: emitted[0]!.heldMs });
 
       await pool.with({ idempotent: true }).set('diag:s', '2');
       const last = r.started().at(-1)!;
