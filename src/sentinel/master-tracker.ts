@@ -3,6 +3,7 @@ import { backoffDelay, sleep } from '../pool/backoff.js';
 import { Coalescer } from '../retry.js';
 import { formatAddress, type NodeAddress } from '../types.js';
 import { judgeCommitment } from './commitment.js';
+import { FailoverHold } from './failover-hold.js';
 import { newestAnswer, RoleMismatchError, sameAddress, type SentinelPoll } from './discovery.js';
 import { blindWindow, epochAfterSwitch, judgeAnswer } from './master-view.js';
 import type { SentinelSignal } from './messages.js';
@@ -56,24 +57,16 @@ export interface MasterTrackerDeps {
  * meanwhile runs one more.
  */
 export class MasterTracker {
-  private fence: { from: NodeAddress; timer: NodeJS.Timeout; leader: NodeAddress | undefined; at: number } | undefined;
+  /** The write fence and the promotions not committed yet. */
+  private readonly hold: FailoverHold;
   /** Config epoch of the followed configuration (see MasterView). */
   private epoch: number | undefined;
   /** Replica -> when its watch connection was last killed (a promotion, if ROLE then says master). */
   private readonly lostAt = new Map<string, number>();
-  /**
-   * Nodes that answered ROLE master and that a majority of the sentinels has not named yet
-   * (`failoverCommit: 'majority'`): writes are held until the sentinels commit or undo them.
-   */
-  private readonly uncommitted = new Map<string, NodeAddress>();
-  /** What first saw the promotion that the sentinels have not committed yet (reported by the switch). */
-  private seenBy: DetectedBy | undefined;
   /** Watch connections lost and not yet judged by ROLE: writes are held meanwhile. */
   private suspects = 0;
   /** When writes to the current master were first held for the switch under way. */
   private heldSince: number | undefined;
-  /** When a fence first engaged during the hold under way (kept after the fence ends while writes stay held). */
-  private fencedSince: number | undefined;
   private pin: { against: NodeAddress; until: number } | undefined;
   /** Re-checks, one at a time: each run is one resolution (see {@link check}). */
   private readonly checks = new Coalescer(() => this.check());
@@ -91,6 +84,10 @@ export class MasterTracker {
 
   constructor(private readonly d: MasterTrackerDeps, epoch: number | undefined) {
     this.epoch = epoch;
+    this.hold = new FailoverHold(d.o.fenceTimeout, (from) => {
+      this.d.emit('failover-abort', { masterName: this.d.o.masterName, master: from, reason: `no switch within fenceTimeout (${this.d.o.fenceTimeout} ms)`, at: Date.now() });
+      this.requestRefresh('pubsub', false);
+    });
   }
 
   /**
@@ -98,7 +95,7 @@ export class MasterTracker {
    * or a promotion was seen that the sentinels have not committed to yet.
    */
   get fenced(): boolean {
-    return this.fence !== undefined || this.uncommitted.size > 0;
+    return this.hold.active;
   }
 
   /** Config epoch of the configuration followed now. */
@@ -139,22 +136,12 @@ export class MasterTracker {
           this.requestRefresh('pubsub', false);
           return;
         }
-        if (this.d.o.role === 'master' && !this.fence) {
-          const from = this.d.node.target;
+        // The sentinel announcing the failover leads it: if it goes down, the failover is stuck.
+        if (this.d.o.role === 'master' && this.hold.engage(this.d.node.target, channel === 'poll' ? undefined : leader)) {
           this.holdWrites();
-          const timer = setTimeout(() => {
-            if (this.fence?.timer !== timer) return;
-            this.fence = undefined;
-            this.d.emit('failover-abort', { masterName: this.d.o.masterName, master: from, reason: `no switch within fenceTimeout (${this.d.o.fenceTimeout} ms)`, at: Date.now() });
-            this.requestRefresh('pubsub', false);
-          }, this.d.o.fenceTimeout);
-          timer.unref();
-          // The sentinel announcing the failover leads it: if it goes down, the failover is stuck.
-          this.fence = { from, timer, leader: channel === 'poll' ? undefined : leader, at: Date.now() };
-          this.fencedSince ??= this.fence.at;
-          this.d.emit('failover-start', { masterName: this.d.o.masterName, master: from, event: sig.event, at: Date.now() });
+          this.d.emit('failover-start', { masterName: this.d.o.masterName, master: this.d.node.target, event: sig.event, at: Date.now() });
         }
-        if (sig.candidate && this.fence) void this.watchPromotion(this.d.o.natMap(sig.candidate), channel === 'poll' ? 'poll' : 'pubsub');
+        if (sig.candidate && this.hold.announced) void this.watchPromotion(this.d.o.natMap(sig.candidate), channel === 'poll' ? 'poll' : 'pubsub');
         return;
       case 'promoted':
         void this.tryPromoted(this.d.o.natMap(sig.address));
@@ -164,11 +151,9 @@ export class MasterTracker {
         this.requestRefresh('pubsub', !sameAddress(this.d.o.natMap(sig.to), this.d.node.target));
         return;
       case 'failover-end':
-        if (sig.aborted && this.fence) {
-          clearTimeout(this.fence.timer);
-          const from = this.fence.from;
-          this.fence = undefined;
-          this.d.emit('failover-abort', { masterName: this.d.o.masterName, master: from, reason: sig.event, at: Date.now() });
+        if (sig.aborted) {
+          const from = this.hold.lift();
+          if (from) this.d.emit('failover-abort', { masterName: this.d.o.masterName, master: from, reason: sig.event, at: Date.now() });
         }
         this.requestRefresh('pubsub', false);
         return;
@@ -181,10 +166,8 @@ export class MasterTracker {
       case 'sentinel-down':
         // The failover leader stopped (paused, partitioned): nobody will finish its failover before
         // fenceTimeout, so release the held writes to the master the sentinels still name.
-        if (this.fence?.leader && sameAddress(this.fence.leader, this.d.o.natMap(sig.address))) {
-          clearTimeout(this.fence.timer);
-          const from = this.fence.from;
-          this.fence = undefined;
+        if (this.hold.ledBy(this.d.o.natMap(sig.address))) {
+          const from = this.hold.lift()!;
           this.d.emit('failover-abort', { masterName: this.d.o.masterName, master: from, reason: `the failover leader ${formatAddress(sig.address)} is down`, at: Date.now() });
           this.requestRefresh('pubsub', false);
         }
@@ -202,10 +185,10 @@ export class MasterTracker {
     if (every === 0 || this.watching?.host === candidate.host && this.watching.port === candidate.port) return;
     this.watching = candidate;
     try {
-      while (this.fence && !this.d.isClosed()) {
+      while (this.hold.announced && !this.d.isClosed()) {
         try {
           await this.d.verify(candidate);
-          if (this.fence) this.promoted(candidate, detectedBy);
+          if (this.hold.announced) this.promoted(candidate, detectedBy);
           return;
         } catch {
           // Not promoted yet (or not reachable): look again shortly.
@@ -241,8 +224,7 @@ export class MasterTracker {
       this.applyMaster(address, detectedBy, undefined, 0);
       return;
     }
-    this.uncommitted.set(key(address), { ...address });
-    this.seenBy ??= detectedBy;
+    this.hold.promoted(address, detectedBy);
     this.requestRefresh(detectedBy, true);
   }
 
@@ -277,7 +259,7 @@ export class MasterTracker {
     }
     if (this.checks.pending) return;
     // Nothing waits and no failover is announced: the next trigger or poll will look again.
-    if (ok || (this.d.gate.isOpen && !this.fence)) {
+    if (ok || (this.d.gate.isOpen && !this.hold.announced)) {
       this.attempt = 0;
       return;
     }
@@ -314,7 +296,7 @@ export class MasterTracker {
         await this.d.verify(c.address);
         if (this.d.isClosed()) return false;
         // The event says what first saw the promotion (the watch, the fence's candidate), not the message that completed the majority.
-        this.applyMaster(c.address, this.uncommitted.has(key(c.address)) ? this.seenBy ?? reason : reason, c.epoch, c.confirmedBy);
+        this.applyMaster(c.address, this.hold.isUncommitted(c.address) ? this.hold.seenBy ?? reason : reason, c.epoch, c.confirmedBy);
         return true;
       case 'current':
         if (!(await this.mayRelease(`${c.confirmedBy} of ${poll.known} sentinels still name ${key(current)}`))) return false;
@@ -344,27 +326,18 @@ export class MasterTracker {
    * is reported as a `failover-abort`.
    */
   private async mayRelease(why: string): Promise<boolean> {
-    if (this.fence) return false;
-    for (const [k, address] of this.uncommitted) {
-      try {
-        await this.d.verify(address);
-        return false; // still a master the sentinels have not committed to: hold
-      } catch {
-        if (!this.uncommitted.delete(k)) continue;
-        if (this.uncommitted.size === 0) this.seenBy = undefined;
-        this.d.emit('failover-abort', {
-          masterName: this.d.o.masterName, master: { ...this.d.node.target }, at: Date.now(),
-          reason: `the promotion of ${k} was not kept by the sentinels (${why}); writes held meanwhile go to ${key(this.d.node.target)}`,
-        });
-      }
-    }
-    return !this.fence && this.uncommitted.size === 0 && !this.d.isClosed();
+    if (this.hold.announced) return false;
+    const done = await this.hold.settle((a) => this.d.verify(a), (k) => this.d.emit('failover-abort', {
+      masterName: this.d.o.masterName, master: { ...this.d.node.target }, at: Date.now(),
+      reason: `the promotion of ${k} was not kept by the sentinels (${why}); writes held meanwhile go to ${key(this.d.node.target)}`,
+    }));
+    return done && !this.hold.active && !this.d.isClosed();
   }
 
   /** `failoverCommit: 'promotion'`: follow the newest configuration any sentinel reports. */
   private async resolveByNewest(poll: SentinelPoll, reason: DetectedBy): Promise<boolean> {
     const { address: answer, epoch: answerEpoch } = newestAnswer(poll.answers)!;
-    if (this.fence && sameAddress(answer, this.fence.from)) return false; // the announced failover has not switched yet
+    if (this.hold.from && sameAddress(answer, this.hold.from)) return false; // the announced failover has not switched yet
     const current = this.d.node.target;
     const verdict = judgeAnswer({ address: current, epoch: this.epoch }, { address: answer, epoch: answerEpoch });
     if (verdict === 'stale') {
@@ -446,11 +419,8 @@ export class MasterTracker {
    */
   private applyMaster(address: NodeAddress, reason: DetectedBy, epoch: number | undefined, confirmedBy: number): void {
     const from = this.d.node.target;
-    const fencedAt = this.fence?.at ?? this.fencedSince;
-    if (this.fence) {
-      clearTimeout(this.fence.timer);
-      this.fence = undefined;
-    }
+    const fencedAt = this.hold.fencedAt;
+    this.hold.lift();
     if (!sameAddress(from, address)) {
       const at = Date.now();
       const promoted = this.lostAt.get(key(address));
@@ -461,8 +431,7 @@ export class MasterTracker {
       this.switches++;
       this.epoch = epochAfterSwitch(this.epoch, epoch);
       this.lostAt.clear();
-      this.uncommitted.clear();
-      this.seenBy = undefined;
+      this.hold.switched();
       this.pin = { against: from, until: at + this.d.o.fenceTimeout };
       this.openGate();
       this.d.switched({ masterName: this.d.o.masterName, from, to: { ...address }, detectedBy: reason, at, fenced, blindMs, epoch: this.epoch ?? 0, confirmedBy, heldMs });
@@ -480,7 +449,7 @@ export class MasterTracker {
 
   private openGate(): void {
     this.heldSince = undefined;
-    this.fencedSince = undefined;
+    this.hold.released();
     this.d.gate.open();
   }
 
@@ -508,8 +477,7 @@ export class MasterTracker {
 
   /** Stops every timer and loop; the pool closes the gate and the connections. */
   close(): Promise<void> {
-    if (this.fence) clearTimeout(this.fence.timer);
-    this.fence = undefined;
+    this.hold.close();
     this.wake.abort();
     this.stopped.abort();
     this.checks.close();
