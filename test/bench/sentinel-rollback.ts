@@ -25,11 +25,13 @@
  *                   and the old master killed: the others run a failover of their own to it.
  *
  * Measured by the harness, never through a client under test: sentinel messages from raw
- * subscribers, the promotion from the killed connection, every acknowledged key looked up on the
- * final master. "Promotion → first kept write": the first acknowledgement after the promotion of
- * a key the final master holds (a write the old master took after the promotion is not there).
- * "Majority → first write" (kept only): from the moment two of the three sentinels name the new
- * master (the leader from its `+promoted-slave`, the others from their `+switch-master`).
+ * subscribers, each promotion from the killed connection, every acknowledged key looked up on the
+ * final master. "Fault → first write on the settled master": the first acknowledgement, after the
+ * promotion and after the final master became one, of a key the final master holds (a write the
+ * old master took after the promotion is not there), in ms after `SENTINEL FAILOVER`. "Longest
+ * gap": the longest time without such a kept acknowledgement, from the fault on (the outage a
+ * writer sees). "Majority → first write" (kept only): from the moment two of the three sentinels
+ * name the new master (the leader from its `+promoted-slave`, the others from `+switch-master`).
  */
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -72,7 +74,9 @@ interface Outcome {
   lost: number;
   failed: number;
   failedKinds: Record<string, number>;
-  promotionToFirstKeptMs: number | undefined;
+  /** ms after the fault. */
+  firstOnSettledMs: number | undefined;
+  longestGapMs: number;
   majorityToFirstMs: number | undefined;
   settledOnOld: boolean;
   notes: string[];
@@ -160,8 +164,11 @@ async function runRound(scenario: Scenario, round: number, specs: ClientSpec[]):
     hook.stop();
     if (!fired) throw new Error('no promotion within 30 s');
     const promotedAt = fired.at;
+    // The other replica's own promotion, when the other sentinels run a failover of their own.
+    let second: Awaited<ReturnType<typeof onPromotion>> | undefined;
     if (scenario === 'other-promoted') {
       const other = topo.replicas.find((r) => !sameAddr(r.address, fired.replica))!;
+      second = await onPromotion([other.address], () => {});
       await other.cli('CONFIG', 'SET', 'replica-priority', '1');
       await topo.master.kill('SIGKILL');
     }
@@ -175,18 +182,30 @@ async function runRound(scenario: Scenario, round: number, specs: ClientSpec[]):
     const settledAt = Date.now();
     await waitFor(() => Date.now() - settledAt >= 1000, 'a second of writes after the topology settled', 5000, 100);
     await Promise.all(runs.map((r) => r.stop()));
+    const secondAt = second ? (await within(second.fired, 0))?.at : undefined;
+    second?.stop();
+    // Kept writes on the settled master start after the promotion, and after it became master.
+    const settledFrom = sameAddr(final, from) ? promotedAt : sameAddr(final, fired.replica) ? promotedAt : secondAt ?? promotedAt;
     // The moment a majority (2 of 3) named the new master.
     const named = [...adoption.namedAt.values()].sort((a, b) => a - b);
     const majorityAt = scenario === 'kept' && named.length >= 2 ? named[1] : undefined;
     const out: Outcome[] = [];
     for (const r of runs) {
       const missing = new Set((await missingOn(final, r.acks)).map((a) => a.key));
-      const firstKept = r.acks.find((a) => a.at >= promotedAt && !missing.has(a.key));
+      const firstKept = r.acks.find((a) => a.at >= settledFrom && !missing.has(a.key));
+      let longestGapMs = 0;
+      let prev = faultAt;
+      for (const a of r.acks) {
+        if (a.at < faultAt || missing.has(a.key)) continue;
+        longestGapMs = Math.max(longestGapMs, a.at - prev);
+        prev = a.at;
+      }
       const firstAfterMajority = majorityAt === undefined ? undefined : r.acks.find((a) => a.at >= majorityAt && !missing.has(a.key));
       out.push({
         scenario, round, client: r.spec.label, acked: r.acks.length, lost: missing.size, failed: r.failed,
         failedKinds: Object.fromEntries(r.failedKinds),
-        promotionToFirstKeptMs: firstKept ? firstKept.at - promotedAt : undefined,
+        firstOnSettledMs: firstKept ? firstKept.at - faultAt : undefined,
+        longestGapMs,
         majorityToFirstMs: firstAfterMajority && majorityAt !== undefined ? firstAfterMajority.at - majorityAt : undefined,
         settledOnOld: sameAddr(final, from),
         notes: [`fault at 0, promotion +${promotedAt - faultAt} ms${majorityAt !== undefined ? `, majority +${majorityAt - faultAt} ms` : ''}; final ${fmt(final)}${sameAddr(final, from) ? ' (the old master)' : ''}`, ...r.client.notes()],
@@ -207,20 +226,21 @@ function report(all: Outcome[], specs: ClientSpec[], scenarios: Scenario[]): str
     for (const spec of specs) {
       const os = all.filter((o) => o.scenario === scenario && o.client === spec.label);
       if (os.length === 0) continue;
-      const firsts = os.map((o) => o.promotionToFirstKeptMs).filter((x): x is number => x !== undefined);
+      const firsts = os.map((o) => o.firstOnSettledMs).filter((x): x is number => x !== undefined);
+      const gaps = os.map((o) => o.longestGapMs);
       const majority = os.map((o) => o.majorityToFirstMs).filter((x): x is number => x !== undefined);
       rows.push([
         LABEL[scenario], spec.label,
         `${fmtInt(os.reduce((s, o) => s + o.lost, 0))} (${os.map((o) => fmtInt(o.lost)).join(', ')})`,
-        fmtInt(os.reduce((s, o) => s + o.acked, 0)),
         firsts.length ? `${fmtInt(median(firsts))} ms (${firsts.map(fmtInt).join(', ')})` : 'never',
+        `${fmtInt(median(gaps))} ms (${gaps.map(fmtInt).join(', ')})`,
         scenario === 'kept' ? (majority.length ? `${fmtInt(median(majority))} ms (${majority.map(fmtInt).join(', ')})` : 'never') : '-',
         fmtInt(os.reduce((s, o) => s + o.failed, 0)),
       ]);
     }
   }
   return markdownTable(
-    ['scenario', 'client', 'acknowledged writes lost (per round)', 'acknowledged', 'promotion → first kept write, median (per round)', 'majority names it → first write', 'failed calls'],
+    ['scenario', 'client', 'acknowledged writes lost (per round)', 'fault → first write on the settled master, median (per round)', 'longest gap in kept writes', 'majority names it → first write', 'failed calls'],
     rows, ['left', 'left', 'right', 'right', 'right', 'right', 'right'],
   );
 }
@@ -236,7 +256,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       log(`== ${LABEL[scenario]}, round ${round + 1}/${ROUNDS}`);
       const out = await runRound(scenario, round, specs);
-      for (const o of out) log(`   ${o.client}: ${fmtInt(o.acked)} acked, ${fmtInt(o.lost)} lost, ${o.failed} failed; promotion → first kept ${o.promotionToFirstKeptMs ?? '-'} ms${o.majorityToFirstMs !== undefined ? `, majority → first ${o.majorityToFirstMs} ms` : ''}; ${o.notes[0]}`);
+      for (const o of out) log(`   ${o.client}: ${fmtInt(o.acked)} acked, ${fmtInt(o.lost)} lost, ${o.failed} failed; fault → first on settled ${o.firstOnSettledMs ?? '-'} ms, longest gap ${o.longestGapMs} ms${o.majorityToFirstMs !== undefined ? `, majority → first ${o.majorityToFirstMs} ms` : ''}; ${o.notes[0]}`);
       all.push(...out);
     }
   }
