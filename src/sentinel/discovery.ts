@@ -20,6 +20,11 @@ export interface DiscoveryContext {
    * then on, so a minimal sentinel user costs one denial per sentinel, not one per re-check.
    */
   noMasterRecord?: Set<string>;
+  /**
+   * Each sentinel's run id (`SENTINEL MYID`, asked once per address; null when refused), so one
+   * sentinel listed under two addresses (a host name and the IP it announces) is one voice.
+   */
+  sentinelIds?: Map<string, string | null>;
 }
 
 /** The master as the sentinels name it, before ROLE verification. */
@@ -32,16 +37,44 @@ export interface MasterAnswer {
    * `get-master-addr-by-name`).
    */
   epoch: number | undefined;
+  /** How many sentinels watch the master as this one knows them (`num-other-sentinels` + 1); undefined without `SENTINEL MASTER`. */
+  group?: number | undefined;
+  /** The sentinel's run id, when it may say (`SENTINEL MYID`). */
+  id?: string | undefined;
+}
+
+/** One answer per sentinel: a sentinel reached under two addresses (same run id) counts once. */
+export function onePerSentinel(answers: readonly MasterAnswer[]): MasterAnswer[] {
+  const seen = new Set<string>();
+  return answers.filter((a) => {
+    if (a.id === undefined) return true;
+    if (seen.has(a.id)) return false;
+    seen.add(a.id);
+    return true;
+  });
 }
 
 const same = (a: NodeAddress, b: NodeAddress) => a.host === b.host && a.port === b.port;
 
-/** Every sentinel's answer to one poll, and how many sentinels were asked. */
+/** Every sentinel's answer to one poll, and how many sentinels there are. */
 export interface SentinelPoll {
   /** One per sentinel that named a master, in the order of the list asked. */
   answers: MasterAnswer[];
-  /** Sentinels asked: the configured and discovered set, answering or not (majorities count against it). */
+  /** The sentinels a majority counts against, answering or not: see {@link knownSentinels}. */
   known: number;
+}
+
+/**
+ * How many sentinels watch the master: the largest group a sentinel reports
+ * (`num-other-sentinels` + 1, which counts the ones it cannot reach too), else the pool's own
+ * list (configured and discovered). The sentinels' own count comes first because the pool's list
+ * can name one sentinel twice (a configured host name and the IP it announces), which would
+ * make a majority of the real ones unreachable.
+ */
+export function knownSentinels(answers: readonly MasterAnswer[], listed: number): number {
+  let reported = 0;
+  for (const a of answers) if (a.group !== undefined && a.group > reported) reported = a.group;
+  return reported > 0 ? Math.max(reported, answers.length) : listed;
 }
 
 /**
@@ -89,7 +122,9 @@ export async function pollSentinels(ctx: DiscoveryContext): Promise<SentinelPoll
         },
       ).finally(() => {
         settled++;
-        if (settled === list.length || decided(answers.filter((a) => a !== undefined), list.length)) resolve();
+        if (settled === list.length) return resolve();
+        const got = onePerSentinel(answers.filter((a): a is MasterAnswer => a !== undefined));
+        if (decided(got, knownSentinels(got, list.length))) resolve();
       });
     });
   });
@@ -101,7 +136,8 @@ export async function pollSentinels(ctx: DiscoveryContext): Promise<SentinelPoll
       ctx.sentinels.splice(i, 1);
       ctx.sentinels.unshift(best.sentinel);
     }
-    return { answers: answers.filter((a): a is MasterAnswer => a !== undefined), known: list.length };
+    const got = onePerSentinel(answers.filter((a): a is MasterAnswer => a !== undefined));
+    return { answers: got, known: knownSentinels(got, list.length) };
   }
   const failed = errors.filter((e) => e !== undefined);
   if (answeredUnknown > 0) {
@@ -161,17 +197,22 @@ export function newestAnswer(answers: ReadonlyArray<MasterAnswer | undefined>): 
  * promoted replica. A sentinel user not allowed `SENTINEL MASTER` gives no epoch. Null: name unknown.
  */
 async function askOne(sentinel: NodeAddress, ctx: DiscoveryContext): Promise<MasterAnswer | null> {
-  const withRecord = !ctx.noMasterRecord?.has(formatAddress(sentinel));
-  const [addrReply, masterReply] = await oneShotAll(sentinel, ctx.sentinelConn, [
+  const k = formatAddress(sentinel);
+  const withRecord = !ctx.noMasterRecord?.has(k);
+  const knownId = ctx.sentinelIds?.get(k);
+  const [addrReply, masterReply, idReply] = await oneShotAll(sentinel, ctx.sentinelConn, [
     ['SENTINEL', 'get-master-addr-by-name', ctx.masterName],
-    ...(withRecord ? [['SENTINEL', 'MASTER', ctx.masterName]] : []),
+    // A PING in place of a refused SENTINEL MASTER keeps MYID's reply third.
+    ...(withRecord ? [['SENTINEL', 'MASTER', ctx.masterName]] : [['PING']]),
+    ...(knownId === undefined ? [['SENTINEL', 'MYID']] : []),
   ]);
+  if (knownId === undefined && idReply !== undefined) (ctx.sentinelIds ??= new Map()).set(k, typeof idReply === 'string' && idReply !== '' ? idReply : null);
   if (addrReply instanceof Error) throw addrReply;
   const addr = parseMasterAddr(addrReply!);
   if (addr === null) return null;
   if (masterReply instanceof Error && isPermissionError(masterReply)) (ctx.noMasterRecord ??= new Set()).add(formatAddress(sentinel));
-  const record = masterReply === undefined || masterReply instanceof Error ? null : parseMasterRecord(masterReply);
-  return { address: ctx.natMap(addr), sentinel, epoch: record?.epoch };
+  const record = !withRecord || masterReply === undefined || masterReply instanceof Error ? null : parseMasterRecord(masterReply);
+  return { address: ctx.natMap(addr), sentinel, epoch: record?.epoch, group: record?.sentinels, id: ctx.sentinelIds?.get(k) ?? undefined };
 }
 
 /** Why a sentinel's answer was not accepted. */

@@ -23,12 +23,14 @@ export function parseMasterAddr(r: Reply): NodeAddress | null {
  * `SENTINEL MASTER <name>` reply -> the address it names and the `config-epoch` of that
  * configuration (undefined when absent), or null when the record has no usable address.
  */
-export function parseMasterRecord(r: Reply): { address: NodeAddress; epoch: number | undefined } | null {
+export function parseMasterRecord(r: Reply): { address: NodeAddress; epoch: number | undefined; sentinels: number | undefined } | null {
   const f = toFields(r);
   const port = Number(f['port']);
   if (!f['ip'] || !Number.isInteger(port) || port <= 0 || port > 65535) return null;
   const epoch = f['config-epoch'] === undefined ? undefined : Number(f['config-epoch']);
-  return { address: { host: f['ip'], port }, epoch: Number.isFinite(epoch) ? epoch : undefined };
+  // The sentinels watching this master as this one knows them (itself and the others it heard).
+  const others = f['num-other-sentinels'] === undefined ? NaN : Number(f['num-other-sentinels']);
+  return { address: { host: f['ip'], port }, epoch: Number.isFinite(epoch) ? epoch : undefined, sentinels: Number.isInteger(others) && others >= 0 ? others + 1 : undefined };
 }
 
 /**

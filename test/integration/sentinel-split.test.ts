@@ -75,5 +75,27 @@ describe('five sentinels, the client on the side of two', () => {
       await px.close();
     }
   }, 180_000);
-});
 
+  it('sentinels listed by host name (they announce their IPs, so the pool knows each under two addresses): each is still one voice, and a failover is committed and followed', async () => {
+    const byName = topo.sentinelAddresses.map((a) => `localhost:${a.port}`);
+    const pool = await SentinelPool.create(topo.masterName, byName);
+    try {
+      await waitFor(() => pool.stats().sentinels.length === 10, 'the five sentinels discovered under their announced IPs as well');
+      const events: FailoverEvent[] = [];
+      pool.on('failover', (e) => events.push(e));
+      const from = pool.master();
+      await waitSettled(topo, 2, 60_000);
+      expect(await sendCommand(topo.sentinels[3]!.address, ['SENTINEL', 'FAILOVER', topo.masterName])).toBe('OK');
+      const to = await topo.waitForNewMaster(from, 45_000);
+      await waitFor(() => events.length > 0, 'the failover event', 30_000);
+      expect(sameAddr(events[0]!.to, to)).toBe(true);
+      // Three of five make a majority: a count of ten addresses would have needed six.
+      expect(events[0]!.confirmedBy).toBeGreaterThanOrEqual(3);
+      expect(events[0]!.confirmedBy).toBeLessThanOrEqual(5);
+      expect(await pool.with({ idempotent: true }).set('split:byname', '1')).toBe('OK');
+      expect(await sendCommand(to, ['GET', 'split:byname'])).toBe('1');
+    } finally {
+      await pool.close();
+    }
+  }, 120_000);
+});

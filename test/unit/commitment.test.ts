@@ -3,6 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decided, judgeCommitment, majorityOf, type SentinelVote } from '../../src/sentinel/commitment.js';
+import { knownSentinels, onePerSentinel, type MasterAnswer } from '../../src/sentinel/discovery.js';
 
 const A = { host: '10.0.0.1', port: 6379 };
 const B = { host: '10.0.0.2', port: 6379 };
@@ -51,5 +52,24 @@ describe('decided (a poll may stop waiting for the rest)', () => {
     ['three of five', [v(B, 4), v(A, 3), v(B, 4), v(B, 4)], 5, true],
   ])('%s', (_name, votes, known, expected) => {
     expect(decided(votes, known)).toBe(expected);
+  });
+});
+
+describe('who counts: one voice per sentinel, against every sentinel there is', () => {
+  const S = (port: number) => ({ host: '10.0.1.1', port });
+  const ans = (port: number, extra: Partial<MasterAnswer>): MasterAnswer => ({ address: A, sentinel: S(port), epoch: 3, ...extra });
+
+  it('a sentinel reached under two addresses (host name and announced IP: same run id) votes once', () => {
+    const got = onePerSentinel([ans(1, { id: 'x' }), ans(2, { id: 'y' }), ans(3, { id: 'x' }), ans(4, {}), ans(5, {})]);
+    expect(got.map((a) => a.sentinel.port)).toEqual([1, 2, 4, 5]);
+  });
+
+  it.each<[string, MasterAnswer[], number, number]>([
+    ['the sentinels report 5 (num-other-sentinels 4), the pool lists 10 addresses (each twice)', [ans(1, { group: 5 }), ans(2, { group: 5 })], 10, 5],
+    ['a sentinel that knows fewer others does not shrink the group', [ans(1, { group: 3 }), ans(2, { group: 5 })], 5, 5],
+    ['no group reported (no SENTINEL MASTER): the pool\'s own list', [ans(1, {}), ans(2, {})], 3, 3],
+    ['never fewer than the sentinels that answered', [ans(1, { group: 1 }), ans(2, {}), ans(3, {})], 3, 3],
+  ])('%s', (_name, answers, listed, expected) => {
+    expect(knownSentinels(answers, listed)).toBe(expected);
   });
 });
