@@ -88,3 +88,19 @@ export function decided(votes: readonly SentinelVote[], known: number): boolean 
   }
   return false;
 }
+
+/**
+ * The master a majority of the known sentinels names (with the newest epoch among its voters),
+ * or undefined when none has a majority: what a pool starts on with `failoverCommit: 'majority'`.
+ */
+export function majorityMaster(votes: readonly SentinelVote[], known: number): { address: NodeAddress; epoch: number | undefined; confirmedBy: number } | undefined {
+  const need = majorityOf(known);
+  for (const v of votes) {
+    const voters = votes.filter((w) => same(w.address, v.address));
+    if (voters.length < need) continue;
+    let epoch: number | undefined;
+    for (const w of voters) if (w.epoch !== undefined && (epoch === undefined || w.epoch > epoch)) epoch = w.epoch;
+    return { address: { ...v.address }, epoch, confirmedBy: voters.length };
+  }
+  return undefined;
+}

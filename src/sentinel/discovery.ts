@@ -78,20 +78,6 @@ export function knownSentinels(answers: readonly MasterAnswer[], listed: number)
 }
 
 /**
- * Asks every sentinel at once and takes the answer with the newest configuration (the highest
- * `config-epoch`; among equals, the sentinel listed first). See {@link pollSentinels}.
- *
- * Why not the first answer, as Redis's Sentinel client guidelines suggest: a sentinel that was
- * restarted, partitioned or paused during a failover goes on naming the old master for seconds,
- * and the old master goes on answering ROLE master until it is reconfigured. The first answer
- * can therefore move a pool back to a demoted master, where every write is later discarded.
- * The epoch says which view is newer; ROLE cannot.
- */
-export async function askSentinels(ctx: DiscoveryContext): Promise<MasterAnswer> {
-  return newestAnswer((await pollSentinels(ctx)).answers)!;
-}
-
-/**
  * Asks every sentinel at once for the master and its config epoch. It returns once every
  * sentinel has settled or one address is named by a majority of them (no other can then be),
  * so one silent sentinel costs nothing while the others agree. The sentinel with the newest
@@ -179,7 +165,16 @@ async function monitoredNames(sentinels: NodeAddress[], ctx: DiscoveryContext): 
   return undefined;
 }
 
-/** The answer with the highest config epoch; one without an epoch counts as older than any with one. Earlier entries win ties. */
+/**
+ * The answer with the highest config epoch; one without an epoch counts as older than any with
+ * one. Earlier entries win ties.
+ *
+ * Why not the first answer, as Redis's Sentinel client guidelines suggest: a sentinel that was
+ * restarted, partitioned or paused during a failover goes on naming the old master for seconds,
+ * and the old master goes on answering ROLE master until it is reconfigured. The first answer
+ * can therefore move a pool back to a demoted master, where every write is later discarded.
+ * The epoch says which view is newer; ROLE cannot.
+ */
 export function newestAnswer(answers: ReadonlyArray<MasterAnswer | undefined>): MasterAnswer | undefined {
   let best: MasterAnswer | undefined;
   for (const a of answers) {

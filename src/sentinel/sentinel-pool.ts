@@ -10,9 +10,10 @@ import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import { CommandRegistry } from '../commands/command-table.js';
 import { KeyPrefixer } from '../commands/key-prefix.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
-import { askSentinels, discoverReplicas, discoverSentinels, pollSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
+import { discoverReplicas, discoverSentinels, newestAnswer, pollSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
 import { MasterDispatcher, ReplicaDispatcher } from './dispatchers.js';
 import type { DetectedBy, FailoverEvent, SentinelHost } from './sentinel-host.js';
+import { majorityMaster } from './commitment.js';
 import { Gate } from './gate.js';
 import { classifySentinelMessage, type SentinelSignal } from './messages.js';
 import { resolveSentinelOptions, type ResolvedSentinelOptions, type SentinelOptions } from './options.js';
@@ -242,7 +243,10 @@ export class SentinelPool extends BasePool<SentinelEvents> {
     let master: NodeAddress;
     let epoch: number | undefined;
     for (let attempt = 0; ; attempt++) {
-      const answer = await askSentinels(ctx); // name unknown / all down: fail at once
+      // Name unknown / all down: fail at once. With 'majority', start where a majority of the
+      // sentinels says (a lone sentinel naming an uncommitted promotion is one voice), else the newest answer.
+      const poll = await pollSentinels(ctx);
+      const answer = (o.failoverCommit === 'majority' ? majorityMaster(poll.answers, poll.known) : undefined) ?? newestAnswer(poll.answers)!;
       try {
         await verifyMaster(answer.address, o.probe);
         master = answer.address;

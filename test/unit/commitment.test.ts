@@ -2,7 +2,7 @@
  * What the sentinels' answers commit a pool to (src/sentinel/commitment.ts): by tables, no sockets.
  */
 import { describe, expect, it } from 'vitest';
-import { decided, judgeCommitment, majorityOf, type SentinelVote } from '../../src/sentinel/commitment.js';
+import { decided, judgeCommitment, majorityMaster, majorityOf, type SentinelVote } from '../../src/sentinel/commitment.js';
 import { knownSentinels, onePerSentinel, type MasterAnswer } from '../../src/sentinel/discovery.js';
 
 const A = { host: '10.0.0.1', port: 6379 };
@@ -71,5 +71,15 @@ describe('who counts: one voice per sentinel, against every sentinel there is', 
     ['never fewer than the sentinels that answered', [ans(1, { group: 1 }), ans(2, {}), ans(3, {})], 3, 3],
   ])('%s', (_name, answers, listed, expected) => {
     expect(knownSentinels(answers, listed)).toBe(expected);
+  });
+});
+
+describe('majorityMaster (where a pool starts)', () => {
+  it.each<[string, SentinelVote[], number, ReturnType<typeof majorityMaster>]>([
+    ['two of three name A', [v(B, 4), v(A, 3), v(A, 3)], 3, { address: A, epoch: 3, confirmedBy: 2 }],
+    ['one names B with a newer epoch, the others are silent', [v(B, 4)], 3, undefined],
+    ['three of five name B', [v(B, 4), v(B, 4), v(A, 3), v(B, 4)], 5, { address: B, epoch: 4, confirmedBy: 3 }],
+  ])('%s', (_name, votes, known, expected) => {
+    expect(majorityMaster(votes, known)).toEqual(expected);
   });
 });
