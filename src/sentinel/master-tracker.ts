@@ -292,12 +292,17 @@ export class MasterTracker {
     const current = this.d.node.target;
     const c = judgeCommitment({ address: current, epoch: this.epoch }, poll.answers, poll.known);
     switch (c.kind) {
-      case 'moved':
-        await this.d.verify(c.address);
+      case 'moved': {
+        // A promotion the pool saw answered ROLE master already: the majority is all it waited
+        // for, so it is not asked again on the way (a replica would refuse writes with READONLY,
+        // which the dispatcher turns into a re-check; nothing is acknowledged there).
+        const seen = this.hold.isUncommitted(c.address);
+        if (!seen) await this.d.verify(c.address);
         if (this.d.isClosed()) return false;
         // The event says what first saw the promotion (the watch, the fence's candidate), not the message that completed the majority.
-        this.applyMaster(c.address, this.hold.isUncommitted(c.address) ? this.hold.seenBy ?? reason : reason, c.epoch, c.confirmedBy);
+        this.applyMaster(c.address, seen ? this.hold.seenBy ?? reason : reason, c.epoch, c.confirmedBy);
         return true;
+      }
       case 'current':
         if (!(await this.mayRelease(`${c.confirmedBy} of ${poll.known} sentinels still name ${key(current)}`))) return false;
         await this.d.verify(current);

@@ -23,6 +23,8 @@ export interface LoadClient {
   background: Map<string, number>;
   /** Client-specific notes for the report. */
   notes(): string[];
+  /** When the client moved to its latest master (epoch ms), for clients that say so. */
+  switchedAt?(): number | undefined;
 }
 
 export interface ClientSpec {
@@ -44,16 +46,18 @@ export function haClient(id: string, label: string, options: SentinelOptions = {
       const background = new Map<string, number>();
       const pool = await SentinelPool.create(topo.masterName, topo.sentinelAddresses, options);
       const events: string[] = [];
+      let switchedAt: number | undefined;
       pool.on('error', (e) => countInto(background, errorKind(e)));
       pool.on('failover-start', (i) => events.push(`failover-start (${i.event}) at ${i.at}`));
       pool.on('failover-abort', (i) => events.push(`failover-abort (${i.reason}) at ${i.at}`));
-      pool.on('failover', (e) => events.push(`failover ${fmtAddr(e.from)} -> ${fmtAddr(e.to)} detectedBy ${e.detectedBy}, epoch ${e.epoch}, confirmedBy ${e.confirmedBy}, held ${e.heldMs} ms at ${e.at}`));
+      pool.on('failover', (e) => (switchedAt = e.at, events.push(`failover ${fmtAddr(e.from)} -> ${fmtAddr(e.to)} detectedBy ${e.detectedBy}, epoch ${e.epoch}, confirmedBy ${e.confirmedBy}, held ${e.heldMs} ms at ${e.at}`)));
       const w = pool.with({ idempotent: true });
       return {
         set: (k, v) => w.call('SET', k, v),
         close: () => pool.close(),
         background,
         notes: () => events,
+        switchedAt: () => switchedAt,
       };
     },
   };

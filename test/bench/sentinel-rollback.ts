@@ -78,6 +78,8 @@ interface Outcome {
   firstOnSettledMs: number | undefined;
   longestGapMs: number;
   majorityToFirstMs: number | undefined;
+  /** This pool only: from the majority to its failover event (its own part of the above). */
+  majorityToSwitchMs: number | undefined;
   settledOnOld: boolean;
   notes: string[];
 }
@@ -207,6 +209,7 @@ async function runRound(scenario: Scenario, round: number, specs: ClientSpec[]):
         firstOnSettledMs: firstKept ? firstKept.at - faultAt : undefined,
         longestGapMs,
         majorityToFirstMs: firstAfterMajority && majorityAt !== undefined ? firstAfterMajority.at - majorityAt : undefined,
+        majorityToSwitchMs: majorityAt !== undefined && r.client.switchedAt?.() !== undefined ? r.client.switchedAt()! - majorityAt : undefined,
         settledOnOld: sameAddr(final, from),
         notes: [`fault at 0, promotion +${promotedAt - faultAt} ms${majorityAt !== undefined ? `, majority +${majorityAt - faultAt} ms` : ''}; final ${fmt(final)}${sameAddr(final, from) ? ' (the old master)' : ''}`, ...r.client.notes()],
       });
@@ -229,19 +232,21 @@ function report(all: Outcome[], specs: ClientSpec[], scenarios: Scenario[]): str
       const firsts = os.map((o) => o.firstOnSettledMs).filter((x): x is number => x !== undefined);
       const gaps = os.map((o) => o.longestGapMs);
       const majority = os.map((o) => o.majorityToFirstMs).filter((x): x is number => x !== undefined);
+      const toSwitch = os.map((o) => o.majorityToSwitchMs).filter((x): x is number => x !== undefined);
       rows.push([
         LABEL[scenario], spec.label,
         `${fmtInt(os.reduce((s, o) => s + o.lost, 0))} (${os.map((o) => fmtInt(o.lost)).join(', ')})`,
         firsts.length ? `${fmtInt(median(firsts))} ms (${firsts.map(fmtInt).join(', ')})` : 'never',
         `${fmtInt(median(gaps))} ms (${gaps.map(fmtInt).join(', ')})`,
         scenario === 'kept' ? (majority.length ? `${fmtInt(median(majority))} ms (${majority.map(fmtInt).join(', ')})` : 'never') : '-',
+        scenario === 'kept' && toSwitch.length ? `${toSwitch.map((x) => fmtInt(x)).join(', ')} ms` : '-',
         fmtInt(os.reduce((s, o) => s + o.failed, 0)),
       ]);
     }
   }
   return markdownTable(
-    ['scenario', 'client', 'acknowledged writes lost (per round)', 'fault → first write on the settled master, median (per round)', 'longest gap in kept writes', 'majority names it → first write', 'failed calls'],
-    rows, ['left', 'left', 'right', 'right', 'right', 'right', 'right'],
+    ['scenario', 'client', 'acknowledged writes lost (per round)', 'fault → first write on the settled master, median (per round)', 'longest gap in kept writes', 'majority names it → first write', 'majority → failover event', 'failed calls'],
+    rows, ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right'],
   );
 }
 
@@ -256,7 +261,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       log(`== ${LABEL[scenario]}, round ${round + 1}/${ROUNDS}`);
       const out = await runRound(scenario, round, specs);
-      for (const o of out) log(`   ${o.client}: ${fmtInt(o.acked)} acked, ${fmtInt(o.lost)} lost, ${o.failed} failed; fault → first on settled ${o.firstOnSettledMs ?? '-'} ms, longest gap ${o.longestGapMs} ms${o.majorityToFirstMs !== undefined ? `, majority → first ${o.majorityToFirstMs} ms` : ''}; ${o.notes[0]}`);
+      for (const o of out) log(`   ${o.client}: ${fmtInt(o.acked)} acked, ${fmtInt(o.lost)} lost, ${o.failed} failed; fault → first on settled ${o.firstOnSettledMs ?? '-'} ms, longest gap ${o.longestGapMs} ms${o.majorityToFirstMs !== undefined ? `, majority → first ${o.majorityToFirstMs} ms` : ''}${o.majorityToSwitchMs !== undefined ? `, majority → event ${o.majorityToSwitchMs} ms` : ''}; ${o.notes[0]}`);
       all.push(...out);
     }
   }
