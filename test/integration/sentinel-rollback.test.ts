@@ -167,6 +167,12 @@ describe("a promotion the sentinels do not keep (failoverCommit 'majority')", ()
     expect(sameAddr(r.majority.pool.master(), r.from)).toBe(true);
     expect(r.majority.aborts.some((a) => /was not kept by the sentinels/.test(a))).toBe(true);
     expectAllNotSent(r.majority);
+    // The 'promotion' pool switched on the promotion itself (no sentinel named it), and its
+    // switch back to the master the sentinels kept is a failover event too.
+    expect(r.fast.failovers.length).toBeGreaterThanOrEqual(2);
+    expect(r.fast.failovers[0]!.confirmedBy).toBe(0);
+    expect(sameAddr(r.fast.failovers[0]!.to, r.promoted)).toBe(true);
+    expect(sameAddr(r.fast.failovers.at(-1)!.to, r.from)).toBe(true);
   }, 240_000);
 
   it('the leader killed right after it promotes: the same, 0 acknowledged writes lost', async () => {
