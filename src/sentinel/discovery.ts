@@ -65,16 +65,14 @@ export interface SentinelPoll {
 }
 
 /**
- * How many sentinels watch the master: the largest group a sentinel reports
- * (`num-other-sentinels` + 1, which counts the ones it cannot reach too), else the pool's own
- * list (configured and discovered). The sentinels' own count comes first because the pool's list
- * can name one sentinel twice (a configured host name and the IP it announces), which would
- * make a majority of the real ones unreachable.
+ * How many sentinels a majority counts against: the sentinels the pool knows (configured and
+ * discovered, answering or not, each counted once: `listed`), or the larger group a sentinel
+ * reports (`num-other-sentinels` + 1: it may know some the pool has not discovered yet).
  */
 export function knownSentinels(answers: readonly MasterAnswer[], listed: number): number {
-  let reported = 0;
-  for (const a of answers) if (a.group !== undefined && a.group > reported) reported = a.group;
-  return reported > 0 ? Math.max(reported, answers.length) : listed;
+  let known = Math.max(listed, answers.length);
+  for (const a of answers) if (a.group !== undefined && a.group > known) known = a.group;
+  return known;
 }
 
 /**
@@ -110,7 +108,7 @@ export async function pollSentinels(ctx: DiscoveryContext): Promise<SentinelPoll
         settled++;
         if (settled === list.length) return resolve();
         const got = onePerSentinel(answers.filter((a): a is MasterAnswer => a !== undefined));
-        if (decided(got, knownSentinels(got, list.length))) resolve();
+        if (decided(got, knownSentinels(got, distinctSentinels(ctx)))) resolve();
       });
     });
   });
@@ -123,7 +121,7 @@ export async function pollSentinels(ctx: DiscoveryContext): Promise<SentinelPoll
       ctx.sentinels.unshift(best.sentinel);
     }
     const got = onePerSentinel(answers.filter((a): a is MasterAnswer => a !== undefined));
-    return { answers: got, known: knownSentinels(got, list.length) };
+    return { answers: got, known: knownSentinels(got, distinctSentinels(ctx)) };
   }
   const failed = errors.filter((e) => e !== undefined);
   if (answeredUnknown > 0) {
@@ -230,7 +228,27 @@ export async function verifyMaster(address: NodeAddress, opts: ResolvedConnectio
 /** Sentinels that also watch this master (`SENTINEL sentinels <name>`), not yet in the list. */
 export async function discoverSentinels(ctx: DiscoveryContext, via: NodeAddress): Promise<NodeAddress[]> {
   const reply = await oneShot(via, ctx.sentinelConn, ['SENTINEL', 'sentinels', ctx.masterName]);
-  return parseSentinels(reply).map(ctx.natMap).filter((a) => !ctx.sentinels.some((s) => same(s, a)));
+  const found = parseSentinels(reply).map(({ id, ...a }) => {
+    const address = ctx.natMap(a);
+    if (id) noteSentinelId(ctx, address, id);
+    return address;
+  });
+  return found.filter((a) => !ctx.sentinels.some((s) => same(s, a)));
+}
+
+/** Remembers `address`'s run id (from `SENTINEL sentinels` or `+sentinel`), so it counts as that sentinel. */
+export function noteSentinelId(ctx: DiscoveryContext, address: NodeAddress, id: string): void {
+  (ctx.sentinelIds ??= new Map()).set(formatAddress(address), id);
+}
+
+/**
+ * The sentinels the pool knows, each counted once: its configured and discovered addresses,
+ * those with the same run id (a host name and the IP the sentinel announces) as one.
+ */
+export function distinctSentinels(ctx: DiscoveryContext): number {
+  const seen = new Set<string>();
+  for (const s of ctx.sentinels) seen.add(ctx.sentinelIds?.get(formatAddress(s)) ?? `@${formatAddress(s)}`);
+  return seen.size;
 }
 
 /**

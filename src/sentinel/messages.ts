@@ -18,7 +18,7 @@ export type SentinelSignal =
   /** A replica appeared or changed state (for replica reads). */
   | { kind: 'replicas'; event: string }
   /** Another sentinel for our master. */
-  | { kind: 'sentinel'; address: NodeAddress }
+  | { kind: 'sentinel'; address: NodeAddress; id: string }
   /** The other sentinels consider this sentinel down (`+sdown sentinel …`): if it led a failover, that failover is stuck. */
   | { kind: 'sentinel-down'; address: NodeAddress };
 
@@ -112,7 +112,7 @@ export function classifySentinelMessage(channel: string, payload: string, master
     case '-failover-abort-slave-timeout':
       return { kind: 'failover-end', aborted: true, event: channel };
     case '+sentinel':
-      return { kind: 'sentinel', address: d.address };
+      return { kind: 'sentinel', address: d.address, id: d.name };
     case '+slave':
       return { kind: 'replicas', event: channel };
     case '+role-change':

@@ -72,13 +72,13 @@ export function failoverState(master: Reply, replicas: Reply): { candidate: Node
 }
 
 /** `SENTINEL sentinels <name>` -> their addresses. */
-export function parseSentinels(reply: Reply): NodeAddress[] {
+export function parseSentinels(reply: Reply): Array<NodeAddress & { id?: string }> {
   if (!Array.isArray(reply)) return [];
-  const out: NodeAddress[] = [];
+  const out: Array<NodeAddress & { id?: string }> = [];
   for (const item of reply) {
     const f = toFields(item);
     const port = Number(f['port']);
-    if (f['ip'] && Number.isInteger(port)) out.push({ host: f['ip'], port });
+    if (f['ip'] && Number.isInteger(port)) out.push({ host: f['ip'], port, ...(f['runid'] ? { id: f['runid'] } : {}) });
   }
   return out;
 }

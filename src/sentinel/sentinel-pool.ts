@@ -10,7 +10,7 @@ import { BasePool, type Dispatcher, type PoolEvents } from '../pool/surface.js';
 import { CommandRegistry } from '../commands/command-table.js';
 import { KeyPrefixer } from '../commands/key-prefix.js';
 import { formatAddress, type Address, type NodeAddress } from '../types.js';
-import { discoverReplicas, discoverSentinels, newestAnswer, pollSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
+import { discoverReplicas, discoverSentinels, newestAnswer, noteSentinelId, pollSentinels, sameAddress, verifyMaster, type DiscoveryContext } from './discovery.js';
 import { MasterDispatcher, ReplicaDispatcher } from './dispatchers.js';
 import type { DetectedBy, FailoverEvent, SentinelHost } from './sentinel-host.js';
 import { majorityMaster } from './commitment.js';
@@ -180,11 +180,11 @@ export class SentinelPool extends BasePool<SentinelEvents> {
   /** Nodes' zones and reads per zone, with a zone-aware `readFrom`. */
   private readonly zones: ZoneTracker | undefined;
 
-  private constructor(o: ResolvedSentinelOptions, master: NodeAddress, epoch: number | undefined, noMasterRecord: Set<string> | undefined) {
+  private constructor(o: ResolvedSentinelOptions, master: NodeAddress, epoch: number | undefined, learned: Pick<DiscoveryContext, 'noMasterRecord' | 'sentinelIds'>) {
     super();
     this.o = o;
-    // What create()'s discovery learned (sentinels refusing SENTINEL MASTER) is not asked again.
-    this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap, noMasterRecord };
+    // What create()'s discovery learned (sentinels refusing SENTINEL MASTER, their run ids) is not asked again.
+    this.ctx = { masterName: o.masterName, sentinels: o.sentinels, sentinelConn: o.sentinel, dataConn: o.probe, natMap: o.natMap, noMasterRecord: learned.noMasterRecord, sentinelIds: learned.sentinelIds };
     this.gate = new Gate(o.maxQueued, o.queueTimeout, () => `the master of "${o.masterName}" to be confirmed`, () => this.tracker.onGateStall());
     this.cache = o.cache ? new ClientCache(o.cache) : undefined;
     this.zones = o.readFrom ? new ZoneTracker(o.readFrom, o.clientAz, o.data.connectTimeout || 5000) : undefined;
@@ -270,7 +270,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         await sleep(backoffDelay(attempt, o.pool.reconnect));
       }
     }
-    const pool = new SentinelPool(o, master, epoch, ctx.noMasterRecord);
+    const pool = new SentinelPool(o, master, epoch, ctx);
     try {
       if (o.role === 'master') await pool.node.lane();
       else await pool.loadReplicas();
@@ -338,6 +338,7 @@ export class SentinelPool extends BasePool<SentinelEvents> {
         this.refreshWatch();
         return;
       case 'sentinel':
+        noteSentinelId(this.ctx, this.o.natMap(sig.address), sig.id);
         this.addSentinel(this.o.natMap(sig.address));
         return;
     }

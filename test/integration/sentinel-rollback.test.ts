@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { QueueFullError, SentinelPool, TimeoutError, type FailoverEvent, type SentinelOptions } from '../../src/index.js';
 import { sendCommand } from '../support/mini-client.js';
 import { onPromotion } from '../support/promotion-hook.js';
-import { fmt, missingOn, roleOf, sameAddr, startWrites, waitSettled, type WriteLoad } from '../support/sentinel-helpers.js';
+import { failoverThrough, fmt, missingOn, paced, reviveSentinels, roleOf, sameAddr, startWrites, waitSettled, type WriteLoad } from '../support/sentinel-helpers.js';
 import { startSentinel, waitFor, type NodeAddress, type ServerHandle, type SentinelTopology } from '../support/topology.js';
 
 let topo: SentinelTopology;
@@ -33,10 +33,7 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await Promise.all(pools.splice(0).map((p) => p.close()));
-  for (const s of topo?.sentinels ?? []) {
-    if (s.isPaused()) s.resume();
-    if (!s.isAlive()) await s.restart();
-  }
+  await reviveSentinels(topo);
   for (const n of topo?.dataNodes ?? []) {
     if (!n.isAlive()) await n.restart();
     await n.cli('CONFIG', 'SET', 'replica-priority', '100').catch(() => '');
@@ -52,20 +49,6 @@ async function create(options: SentinelOptions = {}): Promise<SentinelPool> {
   pools.push(p);
   await waitFor(() => p.stats().sentinels.filter((s) => s.connected).length === 3 && p.stats().watchedReplicas.length === 2, 'three subscriber loops and two watched replicas');
   return p;
-}
-
-/** 1 ms between a writer's acknowledgement and its next write: thousands a second, a small data set. */
-const paced = <T>(p: Promise<T>): Promise<T> => p.then((v) => new Promise<T>((r) => setTimeout(() => r(v), 1)));
-
-/** Runs SENTINEL FAILOVER through `sentinel` until it accepts. */
-async function failoverThrough(sentinel: NodeAddress): Promise<void> {
-  await waitFor(async () => {
-    try {
-      return (await sendCommand(sentinel, ['SENTINEL', 'FAILOVER', topo.masterName], { timeoutMs: 2000 })) === 'OK';
-    } catch {
-      return false;
-    }
-  }, `SENTINEL FAILOVER to be accepted by ${fmt(sentinel)}`, 30_000, 20);
 }
 
 /** What every sentinel still answering names as the master. */
@@ -126,7 +109,7 @@ async function round(tag: string, leader: ServerHandle, silence: (s: ServerHandl
   const hook = await onPromotion(topo.replicas.map((r) => r.address).concat(topo.master.address).filter((a) => !sameAddr(a, from)), () => silence(leader));
   let promoted: NodeAddress;
   try {
-    await failoverThrough(leader.address);
+    await failoverThrough(topo, leader.address);
     promoted = (await Promise.race([hook.fired, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no promotion within 30 s')), 30_000).unref())])).replica;
   } finally {
     hook.stop();

@@ -18,7 +18,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { SentinelPool, type FailoverEvent, type SentinelOptions } from '../../src/index.js';
 import { proxySentinel } from '../support/fault-proxy.js';
 import { sendCommand } from '../support/mini-client.js';
-import { EventLog, fmt, missingOn, roleOf, sameAddr, startWrites, waitSettled, type Ack } from '../support/sentinel-helpers.js';
+import { EventLog, failoverThrough, fmt, missingOn, paced, reviveSentinels, roleOf, sameAddr, startWrites, waitSettled, type Ack } from '../support/sentinel-helpers.js';
 import { startSentinel, waitFor, type NodeAddress, type SentinelTopology } from '../support/topology.js';
 
 let topo: SentinelTopology;
@@ -36,10 +36,7 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await Promise.all(pools.splice(0).map((p) => p.close()));
-  for (const s of topo?.sentinels ?? []) {
-    if (s.isPaused()) s.resume();
-    if (!s.isAlive()) await s.restart();
-  }
+  await reviveSentinels(topo);
 });
 
 afterAll(async () => {
@@ -50,23 +47,6 @@ async function create(options: SentinelOptions = {}, sentinels: NodeAddress[] = 
   const p = await SentinelPool.create(topo.masterName, sentinels, options);
   pools.push(p);
   return p;
-}
-
-/**
- * Each writer pauses 1 ms after each acknowledgement: about 10,000 writes a second, plenty to
- * see a blind window of any length, without a data set so large that resyncs take long.
- */
-const paced = <T>(p: Promise<T>): Promise<T> => p.then((v) => new Promise<T>((r) => setTimeout(() => r(v), 1)));
-
-/** Runs SENTINEL FAILOVER through `sentinel` until it accepts (a just-restarted sentinel may not know a good replica yet). */
-async function failoverThrough(sentinel: NodeAddress): Promise<void> {
-  await waitFor(async () => {
-    try {
-      return (await sendCommand(sentinel, ['SENTINEL', 'FAILOVER', topo.masterName], { timeoutMs: 2000 })) === 'OK';
-    } catch {
-      return false;
-    }
-  }, `SENTINEL FAILOVER to be accepted by ${fmt(sentinel)}`, 30_000, 20);
 }
 
 /** The moment `replica` reports ROLE master (polled every ms or so), for the promotion-to-fence figure. */
@@ -131,7 +111,6 @@ async function underLoad(
   return r;
 }
 
-
 describe('failovers the pool cannot hear', () => {
   it('the leader was SIGKILLed and restarted, and SENTINEL FAILOVER runs through it as soon as it answers: three rounds, next to nothing lost, one failover event each', async () => {
     const totals: number[] = [];
@@ -148,7 +127,7 @@ describe('failovers the pool cannot hear', () => {
         await waitFor(() => log.down.some((d) => sameAddr(d.info.address, leader.address)) && Date.now() - killedAt >= 2000, 'the sentinel to be down for 2 s');
         await leader.restart();
         await waitFor(async () => (await sendCommand(leader.address, ['PING']).catch(() => '')) === 'PONG', 'the restarted sentinel to answer PING', 20_000, 5);
-        await failoverThrough(leader.address);
+        await failoverThrough(topo, leader.address);
       });
       expect(r.failovers).toHaveLength(1);
       expect(r.lost.length).toBeLessThanOrEqual(40);
@@ -169,7 +148,7 @@ describe('failovers the pool cannot hear', () => {
       // The moment the pool hears the failover start (fence engaged), the leader goes silent:
       // no FIN, no RST, nothing more of the failover heard from it.
       pool.once('failover-start', () => px.of(leader).blackhole());
-      const r = await underLoad(pool, log, 'cut-leading', () => failoverThrough(leader.address), (a) => px.toReal(a));
+      const r = await underLoad(pool, log, 'cut-leading', () => failoverThrough(topo, leader.address), (a) => px.toReal(a));
       expect(log.failoverStart.length).toBeGreaterThanOrEqual(1);
       expect(r.failovers).toHaveLength(1);
       expect(r.failovers[0]!.fenced).toBe(true);
@@ -188,7 +167,7 @@ describe('failovers the pool cannot hear', () => {
       const leader = topo.sentinels[2]!;
       const r = await underLoad(pool, log, 'cut-before', async () => {
         px.of(leader).blackhole();
-        await failoverThrough(leader.address);
+        await failoverThrough(topo, leader.address);
       }, (a) => px.toReal(a));
       expect(log.failoverStart).toEqual([]);
       expect(r.failovers).toHaveLength(1);
@@ -210,7 +189,7 @@ describe('failovers the pool cannot hear', () => {
     let staleSaid: NodeAddress | undefined;
     const r = await underLoad(pool, log, 'stopped-sentinel', async (from) => {
       stale.pause();
-      await failoverThrough(leader.address);
+      await failoverThrough(topo, leader.address);
       await waitFor(() => !sameAddr(pool.master(), from), 'the switch', 30_000);
       stale.resume();
       // Right after it resumes it still names the old master, which still says ROLE master.
@@ -231,7 +210,7 @@ describe('failovers the pool cannot hear', () => {
     const leader = topo.sentinels[1]!;
     // Fail over, then make one sentinel forget and re-monitor the OLD master: it names it, with
     // config epoch 0, until hello messages from the others correct it (seconds later).
-    await failoverThrough(leader.address);
+    await failoverThrough(topo, leader.address);
     const to = await topo.waitForNewMaster(from, 30_000);
     const conf = (await sendCommand(stale.address, ['SENTINEL', 'MASTER', topo.masterName])) as string[];
     const field = (k: string) => conf[conf.indexOf(k) + 1]!;

@@ -261,3 +261,27 @@ export async function startFakeSentinel(masterAnswer: () => NodeAddress | null):
     close: () => server.close(),
   };
 }
+
+// ------------------------------------------------------------------ failover scenarios
+
+/** Pauses 1 ms after each acknowledgement: thousands of writes a second per writer, a data set small enough to resync quickly. */
+export const paced = <T>(p: Promise<T>): Promise<T> => p.then((v) => new Promise<T>((r) => setTimeout(() => r(v), 1)));
+
+/** Runs SENTINEL FAILOVER through `sentinel` until it accepts (a just-restarted sentinel may not know a good replica yet). */
+export async function failoverThrough(topo: SentinelTopology, sentinel: NodeAddress): Promise<void> {
+  await waitFor(async () => {
+    try {
+      return (await sendCommand(sentinel, ['SENTINEL', 'FAILOVER', topo.masterName], { timeoutMs: 2000 })) === 'OK';
+    } catch {
+      return false;
+    }
+  }, `SENTINEL FAILOVER to be accepted by ${fmt(sentinel)}`, 30_000, 20);
+}
+
+/** After a test that paused or killed sentinels: every sentinel running and answering again. */
+export async function reviveSentinels(topo: SentinelTopology | undefined): Promise<void> {
+  for (const s of topo?.sentinels ?? []) {
+    if (s.isPaused()) s.resume();
+    if (!s.isAlive()) await s.restart();
+  }
+}

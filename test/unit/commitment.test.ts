@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decided, judgeCommitment, majorityMaster, majorityOf, type SentinelVote } from '../../src/sentinel/commitment.js';
-import { knownSentinels, onePerSentinel, type MasterAnswer } from '../../src/sentinel/discovery.js';
+import { distinctSentinels, knownSentinels, onePerSentinel, type MasterAnswer } from '../../src/sentinel/discovery.js';
 
 const A = { host: '10.0.0.1', port: 6379 };
 const B = { host: '10.0.0.2', port: 6379 };
@@ -65,12 +65,22 @@ describe('who counts: one voice per sentinel, against every sentinel there is', 
   });
 
   it.each<[string, MasterAnswer[], number, number]>([
-    ['the sentinels report 5 (num-other-sentinels 4), the pool lists 10 addresses (each twice)', [ans(1, { group: 5 }), ans(2, { group: 5 })], 10, 5],
-    ['a sentinel that knows fewer others does not shrink the group', [ans(1, { group: 3 }), ans(2, { group: 5 })], 5, 5],
-    ['no group reported (no SENTINEL MASTER): the pool\'s own list', [ans(1, {}), ans(2, {})], 3, 3],
-    ['never fewer than the sentinels that answered', [ans(1, { group: 1 }), ans(2, {}), ans(3, {})], 3, 3],
+    ['a sentinel reports a larger group (num-other-sentinels 4) than the pool has discovered (3)', [ans(1, { group: 5 }), ans(2, { group: 3 })], 3, 5],
+    ['a sentinel that was reset reports itself alone: the pool\'s count stands', [ans(1, { group: 1 }), ans(2, { group: 3 })], 3, 3],
+    ['no group reported (no SENTINEL MASTER): the pool\'s own count', [ans(1, {}), ans(2, {})], 3, 3],
+    ['never fewer than the sentinels that answered', [ans(1, {}), ans(2, {}), ans(3, {})], 2, 3],
   ])('%s', (_name, answers, listed, expected) => {
     expect(knownSentinels(answers, listed)).toBe(expected);
+  });
+
+  it('the sentinels the pool knows are counted by run id where it knows one, else by address', () => {
+    const ctx = {
+      masterName: 'm', sentinelConn: {} as never, dataConn: {} as never, natMap: (a: typeof A) => a,
+      sentinels: [S(1), S(2), { host: 'sentinel-a.example', port: 1 }, { host: 'sentinel-b.example', port: 2 }, S(9)],
+      sentinelIds: new Map<string, string | null>([['10.0.1.1:1', 'a'], ['10.0.1.1:2', 'b'], ['sentinel-a.example:1', 'a'], ['sentinel-b.example:2', 'b']]),
+    };
+    // a and b under two addresses each, and one address never identified (silent: it counts).
+    expect(distinctSentinels(ctx)).toBe(3);
   });
 });
 

@@ -55,7 +55,7 @@ const CASES: Array<{ channel: string; payload: string; expected: SentinelSignal 
   { channel: '+convert-to-slave', payload: slavePayload(), expected: { kind: 'replicas', event: '+convert-to-slave' } },
   { channel: '+reset-master', payload: masterPayload(), expected: { kind: 'refresh', event: '+reset-master' } },
   { channel: '+slave', payload: slavePayload(), expected: { kind: 'replicas', event: '+slave' } },
-  { channel: '+sentinel', payload: sentinelPayload(), expected: { kind: 'sentinel', address: { host: '127.0.0.1', port: 26380 } } },
+  { channel: '+sentinel', payload: sentinelPayload(), expected: { kind: 'sentinel', address: { host: '127.0.0.1', port: 26380 }, id: SENTINEL_ID } },
   { channel: '+role-change', payload: `${slavePayload()} new reported role is master`, expected: { kind: 'refresh', event: '+role-change' } },
 ];
 
@@ -214,10 +214,10 @@ describe.each([
     expect(healthyReplicas([shape(noLink), shape(noIp), shape(badPort)])).toEqual([{ host: '127.0.0.1', port: 6390 }]);
   });
 
-  it('parseSentinels reads ip and port of each sentinel', () => {
+  it('parseSentinels reads ip, port and run id of each sentinel', () => {
     expect(parseSentinels([shape(sentinelFields(26380)), shape(sentinelFields(26381, '10.0.0.9'))])).toEqual([
-      { host: '127.0.0.1', port: 26380 },
-      { host: '10.0.0.9', port: 26381 },
+      { host: '127.0.0.1', port: 26380, id: SENTINEL_ID },
+      { host: '10.0.0.9', port: 26381, id: SENTINEL_ID },
     ]);
     expect(parseSentinels([shape(['name', 'x', 'flags', 'sentinel'])])).toEqual([]);
   });
