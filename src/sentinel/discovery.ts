@@ -192,19 +192,22 @@ export function newestAnswer(answers: ReadonlyArray<MasterAnswer | undefined>): 
 async function askOne(sentinel: NodeAddress, ctx: DiscoveryContext): Promise<MasterAnswer | null> {
   const k = formatAddress(sentinel);
   const withRecord = !ctx.noMasterRecord?.has(k);
-  const knownId = ctx.sentinelIds?.get(k);
-  const [addrReply, masterReply, idReply] = await oneShotAll(sentinel, ctx.sentinelConn, [
+  const askId = ctx.sentinelIds?.get(k) === undefined;
+  const replies = await oneShotAll(sentinel, ctx.sentinelConn, [
     ['SENTINEL', 'get-master-addr-by-name', ctx.masterName],
-    // A PING in place of a refused SENTINEL MASTER keeps MYID's reply third.
-    ...(withRecord ? [['SENTINEL', 'MASTER', ctx.masterName]] : [['PING']]),
-    ...(knownId === undefined ? [['SENTINEL', 'MYID']] : []),
+    ...(withRecord ? [['SENTINEL', 'MASTER', ctx.masterName]] : []),
+    ...(askId ? [['SENTINEL', 'MYID']] : []),
   ]);
-  if (knownId === undefined && idReply !== undefined) (ctx.sentinelIds ??= new Map()).set(k, typeof idReply === 'string' && idReply !== '' ? idReply : null);
+  const addrReply = replies[0];
+  const masterReply = withRecord ? replies[1] : undefined;
+  const idReply = askId ? replies[withRecord ? 2 : 1] : undefined;
+  // Refused (ACL) or unknown: null, asked no more; the sentinel then counts by its address.
+  if (askId) (ctx.sentinelIds ??= new Map()).set(k, typeof idReply === 'string' && idReply !== '' ? idReply : null);
   if (addrReply instanceof Error) throw addrReply;
   const addr = parseMasterAddr(addrReply!);
   if (addr === null) return null;
-  if (masterReply instanceof Error && isPermissionError(masterReply)) (ctx.noMasterRecord ??= new Set()).add(formatAddress(sentinel));
-  const record = !withRecord || masterReply === undefined || masterReply instanceof Error ? null : parseMasterRecord(masterReply);
+  if (masterReply instanceof Error && isPermissionError(masterReply)) (ctx.noMasterRecord ??= new Set()).add(k);
+  const record = masterReply === undefined || masterReply instanceof Error ? null : parseMasterRecord(masterReply);
   return { address: ctx.natMap(addr), sentinel, epoch: record?.epoch, group: record?.sentinels, id: ctx.sentinelIds?.get(k) ?? undefined };
 }
 

@@ -96,6 +96,7 @@ const SENTINEL_SUBSCRIBE_RULES = [
   '+subscribe', // the failover messages (without it: polling, below)
   '+sentinel|get-master-addr-by-name', // discovery and every re-check
   '+sentinel|sentinels', // learns the sentinels it was not given
+  '+sentinel|myid', // each sentinel's run id, asked once: one listed under two addresses is one voice in a majority
 ];
 
 /** Sentinel side, everything: pub/sub, the polling fallback's queries, and replica reads. */
@@ -108,7 +109,7 @@ const SENTINEL_RULES = [
 /** Sentinel side, a user that may not SUBSCRIBE: the pool polls each sentinel instead. */
 const SENTINEL_POLL_RULES = [
   '-@all',
-  '+sentinel|get-master-addr-by-name', '+sentinel|sentinels', '+sentinel|master', '+sentinel|replicas',
+  '+sentinel|get-master-addr-by-name', '+sentinel|sentinels', '+sentinel|master', '+sentinel|replicas', '+sentinel|myid',
 ];
 
 /** Sentinel data nodes: the application user plus ROLE. */
