@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClusterPool, StandalonePool } from '../../src/index.js';
+import { ClusterPool, StandalonePool, keySlot } from '../../src/index.js';
 import { PACKAGE_VERSION } from '../../src/version.js';
 import { server } from '../support/server-features.js';
 import { startCluster, startStandalone, type ClusterTopology, type StandaloneTopology } from '../support/topology.js';
@@ -108,7 +108,8 @@ describe(`cluster on ${server.label}`, () => {
   let pool: ClusterPool;
 
   beforeAll(async () => {
-    topo = await startCluster({ masters: 3, replicasPerMaster: 0 });
+    // An ACL user that may not run COMMAND: its pool routes with the built-in command table.
+    topo = await startCluster({ masters: 3, replicasPerMaster: 0, acl: [`user ${APP.username} on >${APP.password} ~* &* +@all -command`] });
     pool = await ClusterPool.create(topo.seeds);
   }, 120_000);
 
@@ -127,5 +128,42 @@ describe(`cluster on ${server.label}`, () => {
     await pool.call('FLUSHALL');
     for (const m of await topo.masters()) expect(await m.cli('DBSIZE')).toBe('0');
     expect(await pool.call('DBSIZE')).toBe(0);
+  });
+
+  it('RANDOMKEY answers one key of any master (response_policy:special from 7.2 on, none before), or null when there is none', async () => {
+    await pool.call('FLUSHALL');
+    expect(await pool.call('RANDOMKEY')).toBe(null);
+    await pool.set('compat:only', '1');
+    // Whatever master answers first: the one key, never an array of per-node replies.
+    for (let i = 0; i < 5; i++) expect(await pool.call('RANDOMKEY')).toBe('compat:only');
+    await pool.call('FLUSHALL');
+  });
+
+  it.skipIf(!server.has('hash-field-expiry'))(`hash-field expiry (HEXPIRE, HTTL, HPEXPIRETIME, HPERSIST) routes by key with the built-in command table, COMMAND denied: no MOVED ${server.needs('hash-field-expiry')}`, async () => {
+    const p = await ClusterPool.create(topo.seeds, APP);
+    const errors: Error[] = [];
+    p.on('error', (e) => errors.push(e));
+    try {
+      expect(p.stats().liveCommandTable).toBe(false);
+      // Keys on every master: a command routed to "any master" would be redirected for most of them.
+      const keys = Array.from({ length: 30 }, (_, i) => `hfe:${i}`);
+      const owners = new Set<number>();
+      for (const k of keys) owners.add((await topo.nodeForSlot(keySlot(k))).port);
+      expect(owners.size).toBe(3);
+      for (const k of keys) await p.call('HSET', k, 'f', '1', 'g', '2');
+      const before = p.stats().redirects.moved;
+      for (const k of keys) {
+        expect(await p.call('HEXPIRE', k, 100, 'FIELDS', 1, 'f')).toEqual([1]);
+        const [ttl] = (await p.call('HTTL', k, 'FIELDS', 1, 'f')) as number[];
+        expect(ttl).toBeGreaterThan(0);
+        const [at] = (await p.call('HPEXPIRETIME', k, 'FIELDS', 1, 'f')) as number[];
+        expect(at).toBeGreaterThan(Date.now());
+        expect(await p.call('HPERSIST', k, 'FIELDS', 1, 'f')).toEqual([1]);
+      }
+      expect(p.stats().redirects.moved - before).toBe(0);
+      expect(errors.map((e) => e.message).join('\n')).toMatch(/COMMAND failed .*built-in command table/);
+    } finally {
+      await p.close();
+    }
   });
 });
