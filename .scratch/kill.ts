@@ -19,7 +19,7 @@ const workers = Array.from({ length: 20 }, async (_, w) => { for (let i = 0; !st
 await waitFor(() => ok > 300, 'load');
 t0 = Date.now();
 await victim.kill('SIGKILL');
-for (let s = 0; s < 8; s++) {
+for (let s = 0; s < 6; s++) {
   await new Promise((r) => setTimeout(r, 1000));
   const role = (await replica.cli('ROLE')).split('\n')[0];
   let r = '';
