@@ -7,7 +7,7 @@ import { formatAddress, type Reply } from '../types.js';
 import { COMMANDS, nameKey, parseNameKey, readFrame, type ResolvedSubscriptionOptions, type SubscriptionKind } from './frames.js';
 import { groupBy, planSubscriptions } from './plan.js';
 import { Subscription, type Listener } from './subscription.js';
-import { isUnknownCommand, shardedPubSubUnsupported } from './unsupported.js';
+import { infoOf, isUnknownCommand, shardedPubSubUnsupported } from './unsupported.js';
 
 /** Where one name must be subscribed. */
 export interface PubSubTarget {
@@ -371,7 +371,7 @@ export class PubSubHub {
           return true;
         }
         if (first.kind === 'shard' && isUnknownCommand(err)) {
-          this.report(group, await shardedPubSubUnsupported(err, pool, this.o.timeout), true);
+          this.report(group, await shardedPubSubUnsupported('SSUBSCRIBE', err, infoOf(pool, this.o.timeout), pool.target), true);
           return false;
         }
         this.report(group, err as Error, isPermanent(err));

@@ -100,7 +100,7 @@ describe('Subscription.unsubscribe() of its last name', () => {
 });
 
 describe('a server without sharded pub/sub (Redis 6.2)', () => {
-  it.skipIf(server.has('sharded-pubsub'))(`ssubscribe rejects with UnsupportedCommandError naming the server version and what to do; plain pub/sub still works ${server.has('sharded-pubsub') ? `(skipped: ${server.label} has sharded pub/sub, tested above)` : ''}`, async () => {
+  it.skipIf(server.has('sharded-pubsub'))(`ssubscribe and spublish reject with UnsupportedCommandError naming the server version and what to do; plain pub/sub still works ${server.has('sharded-pubsub') ? `(skipped: ${server.label} has sharded pub/sub, tested above)` : ''}`, async () => {
     const err = await pool.ssubscribe('old-server', () => {}).then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(UnsupportedCommandError);
     const e = err as UnsupportedCommandError;
@@ -110,6 +110,13 @@ describe('a server without sharded pub/sub (Redis 6.2)', () => {
     expect(e.message).toMatch(/needs Redis 7\.0 or later.*Use subscribe\(\) with plain channels/);
     expect(e.cause).toBeInstanceOf(RedisError);
     expect((e.cause as RedisError).message).toMatch(/unknown command/i);
+    // SPUBLISH says the same, naming itself and publish() as the way out.
+    const pub = await pool.spublish('old-server', 'x').then(() => undefined, (x: unknown) => x);
+    expect(pub).toBeInstanceOf(UnsupportedCommandError);
+    expect((pub as UnsupportedCommandError).command).toBe('SPUBLISH');
+    expect((pub as Error).message).toContain(`(${server.label})`);
+    expect((pub as Error).message).toMatch(/Sharded pub\/sub \(SPUBLISH\).*Use publish\(\) with plain channels/);
+    expect((pub as Error).cause).toBeInstanceOf(RedisError);
     // Nothing half-subscribed is left behind, and the plain kind works on the same pool.
     expect(pool.stats().pubsub).toMatchObject({ subscriptions: 0, names: 0 });
     const heard: string[] = [];
