@@ -35,6 +35,7 @@ export const SUITES = {
   tls: ['tls.test.ts'],
   durability: ['durability.test.ts', 'durability-sentinel.test.ts', 'durability-cluster.test.ts'],
   failover: ['sentinel-faults.test.ts', 'cluster-faults.test.ts', 'resilience.test.ts'],
+  zones: ['az-affinity-real-zones.test.ts'],
 };
 
 function fail(message) {
