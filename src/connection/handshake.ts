@@ -44,7 +44,9 @@ export function handshakeSteps(o: ResolvedConnectionOptions, creds: Credentials 
     if (creds) steps.push({ args: authArgs(creds), what: 'AUTH' });
     if (o.clientName) steps.push({ args: ['CLIENT', 'SETNAME', o.clientName], what: 'CLIENT SETNAME' });
   }
-  if (!o.disableClientInfo) {
+  // Not on the links to sentinels: they are the pool's own plumbing, and their least-privilege
+  // users would log a denial for every connection.
+  if (!o.disableClientInfo && o.role !== 'sentinel') {
     // Pipelined with the rest, so no round trip is added. Optional: Redis 6.2 and 7.0 answer
     // "unknown subcommand", an ACL user may lack client|setinfo; neither should fail the connection.
     steps.push(
