@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { libraryName } from '../../src/connection/handshake.js';
+import { handshakeSteps, libraryName } from '../../src/connection/handshake.js';
 import { resolveConnectionOptions } from '../../src/connection/options.js';
 import { PACKAGE_VERSION } from '../../src/version.js';
 import { StandalonePool } from '../../src/index.js';
@@ -18,6 +18,12 @@ describe('client identification', () => {
   it('LIB-NAME is redis-ha-pool, or redis-ha-pool(<tag>)', () => {
     expect(libraryName(undefined)).toBe('redis-ha-pool');
     expect(libraryName('billing-api')).toBe('redis-ha-pool(billing-api)');
+  });
+
+  it('is sent on data connections, never on the links to sentinels', () => {
+    const steps = (role: 'master' | 'replica' | 'node' | 'sentinel') => handshakeSteps(resolveConnectionOptions({}, {}, '', role), null, [], false).map((s) => s.args.slice(0, 3).join(' '));
+    for (const role of ['master', 'replica', 'node'] as const) expect(steps(role)).toEqual(['CLIENT SETINFO LIB-NAME', 'CLIENT SETINFO LIB-VER']);
+    expect(steps('sentinel')).toEqual([]);
   });
 
   it('defaults: identification on, no tag', () => {
