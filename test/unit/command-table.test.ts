@@ -350,6 +350,8 @@ describe('commandKeys against COMMAND GETKEYS on a real server', () => {
     );
     const disagreements = cases.flatMap(([args], i) => {
       const reply = replies[i];
+      // A command the server does not know (Redis 6.2: LMPOP, SINTERCARD, ...) cannot be compared.
+      if (reply instanceof ReplyError && /Invalid command specified|unknown command/i.test(reply.message)) return [];
       // The server answers an error for commands without keys.
       const serverKeys = reply instanceof ReplyError ? [] : reply;
       const ours = registry.keys(args);
