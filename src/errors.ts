@@ -237,6 +237,28 @@ export class CrossSlotError extends Error {
 }
 
 /**
+ * The server lacks a command the call needs: an older version (sharded pub/sub before Redis 7.0).
+ * The message names the server and its version and says what to do; `cause` is the server's own
+ * refusal. Nothing was executed, and retrying on the same server cannot help.
+ */
+export class UnsupportedCommandError extends Error {
+  /** `'UnsupportedCommandError'`, for logs and for checks that cannot use `instanceof` (two copies of the package). */
+  override name = 'UnsupportedCommandError';
+  /** The command the server refused, e.g. `SSUBSCRIBE`. */
+  readonly command: string;
+  /** The server's version as it reports it (`6.2.16`), when it could be read. */
+  readonly serverVersion: string | undefined;
+  /** The node that refused it. */
+  address?: NodeAddress;
+  constructor(message: string, options: { command: string; serverVersion?: string | undefined; cause?: unknown; address?: NodeAddress }) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.command = options.command;
+    this.serverVersion = options.serverVersion;
+    if (options.address) this.address = options.address;
+  }
+}
+
+/**
  * Whether a failed attempt may have reached the server: its reply was lost after the write
  * (`UncertainWriteError`, a `TimeoutError` marked `sent`), or the caller knows it was (`sent`).
  * A plain `ConnectionError` and an unsent `TimeoutError` prove it never left. The one "was it

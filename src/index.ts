@@ -27,7 +27,7 @@ export type { Script, ScriptOptions } from './commands/script.js';
 export type { Address, Arg, NodeAddress, Reply } from './types.js';
 export {
   RedisError, ConnectionError, UncertainWriteError, DurabilityError, AuthenticationError, NodeUnreachableError, TimeoutError, ProtocolError, PoolClosedError,
-  QueueFullError, SlowConsumerError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, isNotExecuted,
+  QueueFullError, SlowConsumerError, MasterNotMonitoredError, AllSentinelsDownError, MaxRedirectionsError, CrossSlotError, UnsupportedCommandError, isNotExecuted,
   type RedirectAttempt,
 } from './errors.js';
 export { keySlot } from './cluster/slot.js';

@@ -98,7 +98,9 @@ export class ClusterDispatcher implements Dispatcher {
     const targets = fanoutTargets(this.h.topology.map, info.requestPolicy);
     if (targets.length === 0) throw slotNotServed(0);
     const replies = await Promise.all(targets.map((t) => settle(this.sendTo(t, args, call))));
-    return mergeFanout(info.responsePolicy, replies);
+    // RANDOMKEY is `response_policy:special` from Redis 7.2 on (7.0: none): its special handling
+    // is "one key of any node", what the default merge (first non-null reply) gives.
+    return mergeFanout(info.name === 'randomkey' ? undefined : info.responsePolicy, replies);
   }
 
   /** SCAN on every master serving slots, one after the other (the keys of a cluster are spread over them). */

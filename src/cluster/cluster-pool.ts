@@ -13,7 +13,7 @@ import { ClusterDispatcher, type ClusterHost } from './cluster-dispatcher.js';
 import { resolveClusterOptions, type ClusterOptions, type ResolvedClusterOptions } from './options.js';
 import { nodeHandshake, Topology, type TopologyChange } from './topology.js';
 import { PubSubHub, type PubSubStats } from '../pubsub/hub.js';
-import { installPubSub, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
+import { installPubSub, spublish, type PubSubMethods, type ShardedPubSubMethods } from '../pubsub/methods.js';
 import type { Arg } from '../types.js';
 import { clusterPlacement } from './cluster-pubsub.js';
 import { ClientCache, type CacheStats } from '../cache/client-cache.js';
@@ -363,7 +363,7 @@ export class ClusterPool extends BasePool<ClusterEvents> {
 
   /** Publishes to a sharded channel (`SPUBLISH`), on the master owning the channel's slot. */
   spublish(channel: string, message: Arg): Promise<number> {
-    return this.call<number>('SPUBLISH', channel, message);
+    return spublish(this, channel, message);
   }
 
   /** @internal Subscriptions placed by slot (see cluster-pubsub.ts), re-placed on every map change. */

@@ -364,9 +364,13 @@ export function slotMapFromShards(reply: Reply, from: NodeAddress, options?: Slo
         health: health(n.get('health')),
       });
       if (!node) continue;
-      // Two masters in one shard cannot happen in a settled cluster; trust the first.
-      if (role === 'master' && !master) master = node;
-      else replicas.push(role === 'master' ? { ...node, role: 'replica' } : node);
+      // Two masters in one shard: after a failover Redis 7.2+ and Valkey keep listing the failed
+      // old master first, as a master, beside the promoted replica. The healthier one serves;
+      // on a tie (a settled cluster never has one) the first.
+      if (role === 'master' && (!master || RANK[node.health] < RANK[master.health])) {
+        if (master) replicas.push({ ...master, role: 'replica' });
+        master = node;
+      } else replicas.push(role === 'master' ? { ...node, role: 'replica' } : node);
     }
     if (!master) continue;
     const shard: Shard = { master, replicas };
@@ -375,6 +379,32 @@ export function slotMapFromShards(reply: Reply, from: NodeAddress, options?: Slo
     for (let i = 0; i + 1 < ranges.length; i += 2) fill(slots, shard, num(ranges[i]), num(ranges[i + 1]));
   }
   return new SlotMap(shards, slots, options?.natMap ? { natMap: options.natMap } : undefined);
+}
+
+/** Which of two masters a shard lists serves: lower is better. */
+const RANK: Record<NodeHealth, number> = { online: 0, unknown: 1, loading: 2, failed: 3 };
+
+/**
+ * The slots (and roles) of `slots`, a map built from CLUSTER SLOTS, with the health `shards` (a
+ * map from CLUSTER SHARDS of the same node) reports for the same nodes. For a CLUSTER SHARDS
+ * reply that leaves slots uncovered although the cluster serves them: after a failover, Redis
+ * 7.2 to 8.0-M01 and Valkey 8.0 list the promoted replica's shard with no slots at all.
+ */
+export function withHealthOf(slots: SlotMap, shards: SlotMap): SlotMap {
+  const health = new Map<string, NodeHealth>();
+  for (const n of shards.nodes()) health.set(n.key, n.health);
+  const renew = (n: ClusterNode): ClusterNode => {
+    const h = health.get(n.key);
+    return h === undefined || h === n.health ? n : { ...n, health: h };
+  };
+  const next = new Map<Shard, Shard>();
+  const out: Shard[] = [];
+  for (const sh of slots.shards) {
+    const copy: Shard = { master: renew(sh.master), replicas: sh.replicas.map(renew) };
+    next.set(sh, copy);
+    out.push(copy);
+  }
+  return new SlotMap(out, slots.slots.map((sh) => (sh ? next.get(sh) : undefined)), { natMap: (a) => slots.mapAddress(a) });
 }
 
 /**

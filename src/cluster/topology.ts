@@ -7,7 +7,7 @@ import type { ResolvedClusterOptions } from './options.js';
 import { refreshOrder } from './refresh-order.js';
 import { RefreshScheduler } from './refresh-scheduler.js';
 import { seedFailureMessage } from './seed-errors.js';
-import { applyMoved, slotMapFromShards, slotMapFromSlots, SlotMap, type ClusterNode } from './slot-map.js';
+import { applyMoved, slotMapFromShards, slotMapFromSlots, SlotMap, withHealthOf, type ClusterNode } from './slot-map.js';
 import { SLOT_COUNT } from './slot.js';
 import { trackingCommand } from '../cache/options.js';
 import { MaintCounters, SeenSequences, type MaintNotice } from '../connection/maintenance.js';
@@ -269,7 +269,18 @@ export class Topology {
       if (!this.shardsUnsupported) {
         try {
           const reply = await conn.ask(['CLUSTER', 'SHARDS']);
-          return slotMapFromShards(reply, address, { natMap: this.o.natMap, preferTlsPort: this.o.data.tls !== undefined });
+          const map = slotMapFromShards(reply, address, { natMap: this.o.natMap, preferTlsPort: this.o.data.tls !== undefined });
+          if (map.coveredSlots === SLOT_COUNT) return map;
+          // Slots missing: the cluster may really not serve them, or (Redis 7.2 to 8.0-M01,
+          // Valkey 8.0) CLUSTER SHARDS lists a promoted replica's shard without its slots.
+          // CLUSTER SLOTS of the same node tells; keep the health CLUSTER SHARDS reported.
+          const slots = await conn.ask(['CLUSTER', 'SLOTS']).catch((err: unknown) => {
+            // Denied by ACL (only SHARDS allowed): what SHARDS said is all there is.
+            if (err instanceof RedisError) return undefined;
+            throw err;
+          });
+          const bySlots = slots === undefined ? undefined : slotMapFromSlots(slots, address, { natMap: this.o.natMap });
+          return bySlots && bySlots.coveredSlots > map.coveredSlots ? withHealthOf(bySlots, map) : map;
         } catch (err) {
           // Before Redis 7 it is unknown; an ACL user may be denied it (-cluster|shards): CLUSTER SLOTS serves both.
           if (!(err instanceof RedisError) || !(err.code === 'NOPERM' || /unknown subcommand|unknown command/i.test(err.message))) throw err;

@@ -178,7 +178,24 @@ function parseEntry(entry: Reply): CommandInfo | undefined {
     const bar = s.name.indexOf('|');
     (info.subcommands ??= new Map()).set(bar === -1 ? s.name : s.name.slice(bar + 1), s);
   }
+  if (entry.length < 8) fillFromBuiltin(info);
   return info;
+}
+
+/**
+ * A Redis 6.x entry has no tips, key specs or subcommands (they came with 7.0), so a cluster
+ * would send FLUSHALL, DBSIZE or SCRIPT LOAD to one node only: take those from the built-in
+ * table, which describes the same commands. The server's own arity, flags and key positions stay.
+ */
+function fillFromBuiltin(info: CommandInfo): void {
+  const known = builtinCommands().get(info.name);
+  if (!known) return;
+  if (info.tips.length === 0 && known.tips.length > 0) {
+    info.tips = [...known.tips];
+    policiesFromTips(info);
+  }
+  if (!info.keySpecs && known.keySpecs) info.keySpecs = known.keySpecs;
+  if (!info.subcommands && known.subcommands) info.subcommands = known.subcommands;
 }
 
 /**

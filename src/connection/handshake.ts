@@ -3,6 +3,7 @@ import type { Arg, NodeAddress } from '../types.js';
 import type { Credentials } from './credentials.js';
 import type { ResolvedConnectionOptions } from './options.js';
 import { handshakeClosedMessage } from './tls-errors.js';
+import { LIBRARY_NAME, PACKAGE_VERSION } from '../version.js';
 
 /** One command of the handshake and how messages name it. */
 export interface HandshakeStep {
@@ -15,9 +16,17 @@ export interface HandshakeStep {
 /** The `what` of the maintenance notifications opt-in. */
 export const MAINT_STEP = 'CLIENT MAINT_NOTIFICATIONS';
 
+/** The `what` of the library identification (`CLIENT SETINFO`, Redis >= 7.2 and Valkey). */
+export const CLIENT_INFO_STEP = 'CLIENT SETINFO';
+
+/** `redis-ha-pool`, or `redis-ha-pool(<tag>)` with `clientInfoTag` (the form node-redis uses). */
+export function libraryName(tag: string | undefined): string {
+  return tag ? `${LIBRARY_NAME}(${tag})` : LIBRARY_NAME;
+}
+
 /**
  * The commands that greet a node, in order: HELLO 3 (with AUTH and SETNAME) or AUTH and CLIENT
- * SETNAME, the opt-in to maintenance notifications (RESP3, when `maintEndpoint` is given),
+ * SETNAME, CLIENT SETINFO LIB-NAME and LIB-VER (unless `disableClientInfo`), the opt-in to maintenance notifications (RESP3, when `maintEndpoint` is given),
  * SELECT, the owner's extra commands (READONLY …) and, with `verify`, a PING that proves a
  * Redis answers (not some other service, nor one that wants a password we lack).
  */
@@ -34,6 +43,16 @@ export function handshakeSteps(o: ResolvedConnectionOptions, creds: Credentials 
   } else {
     if (creds) steps.push({ args: authArgs(creds), what: 'AUTH' });
     if (o.clientName) steps.push({ args: ['CLIENT', 'SETNAME', o.clientName], what: 'CLIENT SETNAME' });
+  }
+  // Not on the links to sentinels: they are the pool's own plumbing, and their least-privilege
+  // users would log a denial for every connection.
+  if (!o.disableClientInfo && o.role !== 'sentinel') {
+    // Pipelined with the rest, so no round trip is added. Optional: Redis 6.2 and 7.0 answer
+    // "unknown subcommand", an ACL user may lack client|setinfo; neither should fail the connection.
+    steps.push(
+      { args: ['CLIENT', 'SETINFO', 'LIB-NAME', libraryName(o.clientInfoTag)], what: CLIENT_INFO_STEP, optional: true },
+      { args: ['CLIENT', 'SETINFO', 'LIB-VER', PACKAGE_VERSION], what: CLIENT_INFO_STEP, optional: true },
+    );
   }
   if (o.db) steps.push({ args: ['SELECT', o.db], what: `SELECT ${o.db}` });
   for (const args of extra) steps.push({ args: [...args], what: String(args[0]) });

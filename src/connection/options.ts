@@ -28,6 +28,18 @@ export interface ConnectionOptions {
   /** 2 (default) for RESP2 with AUTH/SELECT/CLIENT SETNAME, 3 for `HELLO 3`. */
   protocol?: 2 | 3;
   /**
+   * Do not identify the library to the server. By default every connection sends
+   * `CLIENT SETINFO LIB-NAME redis-ha-pool` and `CLIENT SETINFO LIB-VER <version>`, pipelined
+   * into the handshake, so operators see the pool in `CLIENT LIST` (Redis >= 7.2, Valkey); a
+   * server without the command (Redis 6.2, 7.0) refuses it and the refusal is ignored. Default false.
+   */
+  disableClientInfo?: boolean;
+  /**
+   * Appended to the library name as `redis-ha-pool(<tag>)` in `CLIENT SETINFO LIB-NAME`, to say
+   * which application or wrapper uses the pool. Printable ASCII without spaces or parentheses.
+   */
+  clientInfoTag?: string;
+  /**
    * `true` or Node's `tls.connect` options to connect over TLS (`ca`, `cert`, `key` are PEM
    * contents, not file paths). The certificate is verified and the host name checked by
    * default (`servername` is the host, unless it is an IP address, which must then be in
@@ -100,12 +112,15 @@ export interface ResolvedMaint {
 }
 
 /** Connection options with every default applied. */
-export interface ResolvedConnectionOptions extends Required<Omit<ConnectionOptions, 'username' | 'password' | 'credentials' | 'credentialsTimeout' | 'clientName' | 'tls' | 'maintNotifications' | 'maintEndpointType' | 'maintRelaxedTimeout'>> {
+export interface ResolvedConnectionOptions extends Required<Omit<ConnectionOptions, 'username' | 'password' | 'credentials' | 'credentialsTimeout' | 'clientName' | 'tls' | 'maintNotifications' | 'maintEndpointType' | 'maintRelaxedTimeout' | 'disableClientInfo' | 'clientInfoTag'>> {
   /** Where AUTH credentials come from; the secret itself is never enumerable. */
   auth: Auth;
   /** What the credentials provider is told this connection is for. */
   role: CredentialRole;
   clientName: string | undefined;
+  /** Absent on connections built without the option table (the sentinel links): false, identify. */
+  disableClientInfo?: boolean;
+  clientInfoTag?: string | undefined;
   tls: TlsConnectionOptions | undefined;
   /** Maintenance notifications; undefined when this connection does not opt in. */
   maint?: ResolvedMaint | undefined;
@@ -128,6 +143,15 @@ export const CONNECTION_OPTIONS = defineOptions<ConnectionOptions>()({
     kind: 'string', doc: 'CLIENT SETNAME (or HELLO SETNAME), so the connections show in CLIENT LIST.',
     check: (v, name) => {
       if (/\s/.test(v)) throw new TypeError(`Option ${name} must not contain spaces.`);
+    },
+  },
+  disableClientInfo: { kind: 'boolean', default: false, doc: 'Do not send `CLIENT SETINFO LIB-NAME redis-ha-pool` / `LIB-VER <version>` in the handshake. By default they are pipelined with it so `CLIENT LIST` shows the pool (Redis >= 7.2, Valkey); servers without the command (6.2, 7.0) refuse it and the refusal is ignored.' },
+  clientInfoTag: {
+    kind: 'string', defaultDoc: 'none', doc: 'Sent as `LIB-NAME redis-ha-pool(<tag>)`: which application or wrapper uses the pool. Printable ASCII without spaces or parentheses.',
+    // The server refuses spaces, newlines and other non-printable bytes in lib-name; parentheses
+    // would make `redis-ha-pool(a(b))` ambiguous to whoever parses CLIENT LIST.
+    check: (v, name) => {
+      if (!/^[!-~]+$/.test(v) || /[()]/.test(v)) throw new TypeError(`Option ${name} must be printable ASCII without spaces, newlines or parentheses (got ${JSON.stringify(v)}).`);
     },
   },
   protocol: { kind: 'oneOf', values: [2, 3], default: 2, doc: '3 uses `HELLO 3` (maps decode to `Map`, sets to `Set`; typed helpers return the same shapes under both).' },

@@ -7,6 +7,7 @@ import { formatAddress, type Reply } from '../types.js';
 import { COMMANDS, nameKey, parseNameKey, readFrame, type ResolvedSubscriptionOptions, type SubscriptionKind } from './frames.js';
 import { groupBy, planSubscriptions } from './plan.js';
 import { Subscription, type Listener } from './subscription.js';
+import { infoOf, isUnknownCommand, shardedPubSubUnsupported } from './unsupported.js';
 
 /** Where one name must be subscribed. */
 export interface PubSubTarget {
@@ -368,6 +369,10 @@ export class PubSubHub {
           this.placement.moved?.(err, pool);
           void this.rounds.request();
           return true;
+        }
+        if (first.kind === 'shard' && isUnknownCommand(err)) {
+          this.report(group, await shardedPubSubUnsupported('SSUBSCRIBE', err, infoOf(pool, this.o.timeout), pool.target), true);
+          return false;
         }
         this.report(group, err as Error, isPermanent(err));
         return false;

@@ -2,6 +2,7 @@ import { checkSubscribeInput, type SubscriptionKind, type SubscriptionOptions } 
 import type { PubSubHub } from './hub.js';
 import type { Listener, Subscription } from './subscription.js';
 import type { Arg } from '../types.js';
+import { isUnknownCommand, shardedPubSubUnsupported } from './unsupported.js';
 
 /** Pool-level pub/sub of every mode. */
 export interface PubSubMethods {
@@ -72,7 +73,8 @@ function open(owner: HubOwner, method: string, kind: SubscriptionKind, names: un
   return hub.add(kind, checked.names, listener as Listener | undefined, checked.options);
 }
 
-interface Caller {
+/** What `spublish` needs of a pool. */
+export interface Caller {
   call<T>(command: string, ...args: Arg[]): Promise<T>;
 }
 
@@ -95,10 +97,23 @@ export function installPubSub(proto: object, _sharded?: boolean): void {
   };
   if (!Object.prototype.hasOwnProperty.call(proto, 'spublish')) {
     methods.spublish = function (this: Caller, channel: string, message: Arg) {
-      return this.call<number>('SPUBLISH', channel, message);
+      return spublish(this, channel, message);
     };
   }
   for (const [name, fn] of Object.entries(methods)) {
     Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true, enumerable: false });
+  }
+}
+
+/**
+ * `SPUBLISH` through `pool.call`; on a server without sharded pub/sub (Redis 6.2) it rejects with
+ * `UnsupportedCommandError` naming the server version, instead of a bare "unknown command".
+ */
+export async function spublish(pool: Caller, channel: string, message: Arg): Promise<number> {
+  try {
+    return await pool.call<number>('SPUBLISH', channel, message);
+  } catch (err) {
+    if (!isUnknownCommand(err)) throw err;
+    throw await shardedPubSubUnsupported('SPUBLISH', err, () => pool.call('INFO', 'server'), err.address);
   }
 }

@@ -146,7 +146,7 @@ async function runCase(server: ScriptServer, c: ConnCase, faults: unknown[]): Pr
 
   const conn = await Connection.connect(
     { host: '127.0.0.1', port: server.port },
-    resolveConnectionOptions({ protocol: 2, commandTimeout: COMMAND_TIMEOUT, socketTimeout: 2000, connectTimeout: 5000, maxReplyBytes: c.max }),
+    resolveConnectionOptions({ disableClientInfo: true, protocol: 2, commandTimeout: COMMAND_TIMEOUT, socketTimeout: 2000, connectTimeout: 5000, maxReplyBytes: c.max }),
   );
   const pushes: unknown[] = [];
   conn.on('push', (v) => pushes.push(norm(v)));

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterPool, CrossSlotError, keySlot } from '../../src/index.js';
 import { startCluster, type ClusterTopology, type ServerHandle } from '../support/topology.js';
+import { server } from '../support/server-features.js';
 
 let topo: ClusterTopology;
 let pool: ClusterPool;
@@ -57,7 +58,7 @@ describe('scripts and functions', () => {
     expect(await two('{t}y', '{t}z')).toBe(1);
   });
 
-  it('FCALL and FCALL_RO are routed by their keys', async () => {
+  it.skipIf(!server.has('functions'))(`FCALL and FCALL_RO are routed by their keys ${server.needs('functions')}`, async () => {
     await pool.call('FUNCTION', 'LOAD', 'REPLACE', "#!lua name=chlib\nredis.register_function('ch_set', function(k, a) return redis.call('SET', k[1], a[1]) end)\nredis.register_function{function_name='ch_get', callback=function(k) return redis.call('GET', k[1]) end, flags={'no-writes'}}");
     const a = 'fn-a';
     const b = await keyOnAnotherMaster('fn-b', [a]);

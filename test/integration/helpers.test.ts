@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StandalonePool } from '../../src/index.js';
 import { startStandalone, type StandaloneTopology } from '../support/topology.js';
+import { server as serverUnderTest } from '../support/server-features.js';
 
 const PROTOCOLS = [2, 3] as const;
 
@@ -185,7 +186,7 @@ describe.each(PROTOCOLS)('protocol %i', (protocol) => {
       expect(await p.xgroup('DESTROY', s, 'g')).toBe(1);
     });
 
-    it('fcall / fcall_ro', async () => {
+    it.skipIf(!serverUnderTest.has('functions'))(`fcall / fcall_ro ${serverUnderTest.needs('functions')}`, async () => {
       const lib = `#!lua name=th${protocol}\nredis.register_function('th_set${protocol}', function(keys, args) return redis.call('SET', keys[1], args[1]) end)\nredis.register_function{function_name='th_get${protocol}', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}`;
       await p.call('FUNCTION', 'LOAD', 'REPLACE', lib);
       expect(await p.fcall(`th_set${protocol}`, 1, k('fn'), 'val')).toBe('OK');

@@ -10,6 +10,7 @@ import { ClusterPool, CrossSlotError } from '../../src/index.js';
 import { asNodeRedis } from '../../src/integrations/node-redis.js';
 import { allNodeRedisFlows, unique } from '../support/node-redis-flows.js';
 import { startCluster, type ClusterTopology } from '../support/topology.js';
+import { server } from '../support/server-features.js';
 
 let topo: ClusterTopology;
 let pool: ClusterPool;
@@ -34,7 +35,7 @@ async function count(kind: 'NUMSUB' | 'SHARDNUMSUB', channel: string): Promise<n
 }
 
 describe('the facade on a cluster', () => {
-  it('PUBSUB NUMSUB / SHARDNUMSUB through sendCommand count the subscribers of every master, whichever node a keyless call would reach', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`PUBSUB NUMSUB / SHARDNUMSUB through sendCommand count the subscribers of every master, whichever node a keyless call would reach ${server.needs('sharded-pubsub')}`, async () => {
     const other = await create();
     try {
       const [c, d] = [asNodeRedis(pool), asNodeRedis(other)];

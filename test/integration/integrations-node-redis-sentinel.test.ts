@@ -13,6 +13,7 @@ import { sendCommand } from '../support/mini-client.js';
 import { allNodeRedisFlows, collect, CookieJar, ioPair, sessionApp, unique, type FlowContext } from '../support/node-redis-flows.js';
 import { fmt, sameAddr, waitSettled } from '../support/sentinel-helpers.js';
 import { startSentinel, waitFor, type SentinelTopology } from '../support/topology.js';
+import { server } from '../support/server-features.js';
 
 let topo: SentinelTopology;
 let pool: SentinelPool;
@@ -42,7 +43,7 @@ describe('the libraries on a SentinelPool', () => {
 });
 
 describe('through SENTINEL FAILOVER', () => {
-  it('a session written before the failover is read after it; broadcasts after it reach the other Socket.IO server (classic and sharded adapters)', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`a session written before the failover is read after it; broadcasts after it reach the other Socket.IO server (classic and sharded adapters) ${server.needs('sharded-pubsub')}`, async () => {
     await waitSettled(topo, 2);
     const app = await sessionApp(asNodeRedis(pool), `${unique('fo-sess')}:`);
     const key = unique('fo-sio');

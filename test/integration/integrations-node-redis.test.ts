@@ -12,6 +12,7 @@ import { PoolClosedError, RedisError, StandalonePool } from '../../src/index.js'
 import { asNodeRedis, ClientClosedError, MultiErrorReply } from '../../src/integrations/node-redis.js';
 import { allNodeRedisFlows, unique } from '../support/node-redis-flows.js';
 import { startStandalone, waitFor, type StandaloneTopology } from '../support/topology.js';
+import { server } from '../support/server-features.js';
 
 let topo: StandaloneTopology;
 let pool: StandalonePool;
@@ -92,7 +93,7 @@ describe('the facade', () => {
     expect(() => asNodeRedis({} as never)).toThrow(/asNodeRedis\(pool\) takes a StandalonePool, SentinelPool or ClusterPool/);
   });
 
-  it('takes keys one by one or as arrays, and answers as node-redis v5 does (numbers, null, arrays)', async () => {
+  it.skipIf(!server.has('expire-options'))(`takes keys one by one or as arrays, and answers as node-redis v5 does (numbers, null, arrays) ${server.needs('expire-options')}`, async () => {
     const c = asNodeRedis(pool);
     const [a, b, missing] = [unique('a'), unique('b'), unique('missing')];
     await c.set(a, '1');
@@ -196,7 +197,7 @@ describe('the facade', () => {
     expect((err as MultiErrorReply).replies[1]).toBeInstanceOf(RedisError);
   });
 
-  it('pub/sub: string and buffer listeners, patterns, sharded channels, unsubscribe by name and by listener', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`pub/sub: string and buffer listeners, patterns, sharded channels, unsubscribe by name and by listener ${server.needs('sharded-pubsub')}`, async () => {
     const sub = asNodeRedis(pool);
     const pub = asNodeRedis(pool);
     const ch = unique('ch');

@@ -11,6 +11,7 @@ import { ClusterPool, keySlot, type Subscription } from '../../src/index.js';
 import { ReceivedLog, startPublisher } from '../support/pubsub-check.js';
 import { failoverTo, migrateSlot, replicaOf } from '../support/cluster-ops.js';
 import { startCluster, waitFor, type ClusterTopology, type ServerHandle } from '../support/topology.js';
+import { server } from '../support/server-features.js';
 
 let topo: ClusterTopology;
 const pools: ClusterPool[] = [];
@@ -80,7 +81,7 @@ async function runThrough(channel: string, fault: () => Promise<void>): Promise<
 }
 
 describe('pub/sub in a cluster', () => {
-  it('ssubscribe across slots: one SSUBSCRIBE per slot on its owner; spublish and publish deliver', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`ssubscribe across slots: one SSUBSCRIBE per slot on its owner; spublish and publish deliver ${server.needs('sharded-pubsub')}`, async () => {
     const pool = await create();
     const channels = ['{a}news', '{b}news', '{c}news', '{d}news', '{a}sport'];
     const got: string[] = [];
@@ -124,7 +125,7 @@ describe('pub/sub in a cluster', () => {
     await expect(pool.ssubscribe('x', 42 as never)).rejects.toThrow(/listener must be a function/);
   });
 
-  it('CLUSTER FAILOVER of the shard owning a sharded channel: followed to the new master', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`CLUSTER FAILOVER of the shard owning a sharded channel: followed to the new master ${server.needs('sharded-pubsub')}`, async () => {
     const channel = '{fo}seq';
     const owner = await topo.nodeForSlot(keySlot(channel));
     const replica = await replicaOf(topo, owner);
@@ -133,7 +134,7 @@ describe('pub/sub in a cluster', () => {
     expect(await shardNumsub(replica, channel)).toBe(1);
   });
 
-  it('live migration of the channel slot: followed to the new owner', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`live migration of the channel slot: followed to the new owner ${server.needs('sharded-pubsub')}`, async () => {
     const channel = '{mig}seq';
     const slot = keySlot(channel);
     const source = await topo.nodeForSlot(slot);
@@ -143,7 +144,7 @@ describe('pub/sub in a cluster', () => {
     expect(await shardNumsub(target, channel)).toBe(1);
   });
 
-  it('SIGKILL of the shard master: followed to the promoted replica', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`SIGKILL of the shard master: followed to the promoted replica ${server.needs('sharded-pubsub')}`, async () => {
     const channel = '{kill}seq';
     const owner = await topo.nodeForSlot(keySlot(channel));
     const replica = await replicaOf(topo, owner);

@@ -6,8 +6,9 @@
  * subscriber connection, and the pool's unbound `call`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PoolClosedError, StandalonePool } from '../../src/index.js';
+import { PoolClosedError, RedisError, StandalonePool, UnsupportedCommandError } from '../../src/index.js';
 import { startStandalone, waitFor, type StandaloneTopology } from '../support/topology.js';
+import { server } from '../support/server-features.js';
 
 let topo: StandaloneTopology;
 let pool: StandalonePool;
@@ -28,7 +29,7 @@ async function shardNumsub(channel: string): Promise<number> {
 }
 
 describe('ssubscribe / spublish on a StandalonePool', () => {
-  it('delivers sharded messages to the listener and the iterator, as strings or Buffers', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`delivers sharded messages to the listener and the iterator, as strings or Buffers ${server.needs('sharded-pubsub')}`, async () => {
     const heard: string[] = [];
     const sub = await pool.ssubscribe('sh-a', (m, c) => heard.push(`${c}=${m}`));
     const raw = await pool.ssubscribe('sh-b', undefined, { returnBuffers: true });
@@ -47,7 +48,7 @@ describe('ssubscribe / spublish on a StandalonePool', () => {
     expect(await pool.spublish('sh-a', 'nobody')).toBe(0);
   });
 
-  it('keeps sharded and plain channels of the same name apart', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`keeps sharded and plain channels of the same name apart ${server.needs('sharded-pubsub')}`, async () => {
     const sharded: string[] = [];
     const plain: string[] = [];
     const s1 = await pool.ssubscribe('same', (m) => sharded.push(m));
@@ -64,7 +65,7 @@ describe('ssubscribe / spublish on a StandalonePool', () => {
     await s2.close();
   });
 
-  it('resubscribes sharded channels after the server cuts the subscriber connection', async () => {
+  it.skipIf(!server.has('sharded-pubsub'))(`resubscribes sharded channels after the server cuts the subscriber connection ${server.needs('sharded-pubsub')}`, async () => {
     const heard: string[] = [];
     const sub = await pool.ssubscribe(['sh-x', 'sh-y'], (m, c) => heard.push(`${c}=${m}`));
     const resubscribed: Array<{ channels: string[]; reason: string }> = [];
@@ -85,7 +86,7 @@ describe('ssubscribe / spublish on a StandalonePool', () => {
 });
 
 describe('Subscription.unsubscribe() of its last name', () => {
-  it.each(['subscribe', 'ssubscribe'] as const)('%s: the server forgets the name (it used to stay subscribed with nobody to deliver to)', async (method) => {
+  it.each(server.has('sharded-pubsub') ? (['subscribe', 'ssubscribe'] as const) : (['subscribe'] as const))('%s: the server forgets the name (it used to stay subscribed with nobody to deliver to)', async (method) => {
     const count = async (c: string) => Number((await topo.server.cli('PUBSUB', method === 'subscribe' ? 'NUMSUB' : 'SHARDNUMSUB', c)).split('\n')[1]);
     const sub = await pool[method](['last-1', 'last-2'], () => {});
     await sub.unsubscribe('last-1');
@@ -95,6 +96,34 @@ describe('Subscription.unsubscribe() of its last name', () => {
     expect(sub.closed).toBe(true);
     expect(await count('last-2')).toBe(0);
     expect(pool.stats().pubsub).toMatchObject({ subscriptions: 0, names: 0 });
+  });
+});
+
+describe('a server without sharded pub/sub (Redis 6.2)', () => {
+  it.skipIf(server.has('sharded-pubsub'))(`ssubscribe and spublish reject with UnsupportedCommandError naming the server version and what to do; plain pub/sub still works ${server.has('sharded-pubsub') ? `(skipped: ${server.label} has sharded pub/sub, tested above)` : ''}`, async () => {
+    const err = await pool.ssubscribe('old-server', () => {}).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(UnsupportedCommandError);
+    const e = err as UnsupportedCommandError;
+    expect(e.command).toBe('SSUBSCRIBE');
+    expect(e.serverVersion).toBe(server.version);
+    expect(e.message).toContain(`(${server.label})`);
+    expect(e.message).toMatch(/needs Redis 7\.0 or later.*Use subscribe\(\) with plain channels/);
+    expect(e.cause).toBeInstanceOf(RedisError);
+    expect((e.cause as RedisError).message).toMatch(/unknown command/i);
+    // SPUBLISH says the same, naming itself and publish() as the way out.
+    const pub = await pool.spublish('old-server', 'x').then(() => undefined, (x: unknown) => x);
+    expect(pub).toBeInstanceOf(UnsupportedCommandError);
+    expect((pub as UnsupportedCommandError).command).toBe('SPUBLISH');
+    expect((pub as Error).message).toContain(`(${server.label})`);
+    expect((pub as Error).message).toMatch(/Sharded pub\/sub \(SPUBLISH\).*Use publish\(\) with plain channels/);
+    expect((pub as Error).cause).toBeInstanceOf(RedisError);
+    // Nothing half-subscribed is left behind, and the plain kind works on the same pool.
+    expect(pool.stats().pubsub).toMatchObject({ subscriptions: 0, names: 0 });
+    const heard: string[] = [];
+    const sub = await pool.subscribe('old-server', (m) => heard.push(m));
+    expect(await pool.publish('old-server', 'plain')).toBe(1);
+    await waitFor(() => heard.length === 1, 'the plain message');
+    await sub.close();
   });
 });
 

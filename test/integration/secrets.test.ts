@@ -183,7 +183,8 @@ describe('Standalone: a canary password never leaks', () => {
       const e = await rejection(pool.call('AUTHX', 'app', CANARY));
       expect((e as Error).name).toBe('RedisError');
       expect((e as { code: string }).code).toBe('ERR');
-      expect((e as Error).message).toBe("ERR unknown command 'AUTHX', with arguments (not shown)");
+      // Redis 6.2 quotes the name with backticks, 7.0+ with apostrophes; the arguments never show.
+      expect((e as Error).message).toMatch(/^ERR unknown command ['`]AUTHX['`], with arguments \(not shown\)$/);
       expectClean('an unknown command echoed by the server', e);
       const inBatch = await pool.pipeline().call('AUTHX', CANARY).exec();
       expectClean('the same in a pipeline', inBatch);

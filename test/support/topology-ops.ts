@@ -354,13 +354,29 @@ export async function waitClusterFormed(
       const infos = await Promise.all(nodes.map(async (n) => parseInfo(String(await n.query(['INFO', 'replication'])))));
       const masterCount = infos.filter((i) => i.get('role') === 'master').length;
       if (masterCount !== masters) throw new Error(`${masterCount} masters, expected ${masters}`);
-      const unlinked = infos.findIndex((i) => i.get('role') === 'slave' && i.get('master_link_status') !== 'up');
-      if (unlinked >= 0) throw new Error(`replica ${fmt(nodes[unlinked]!.address)} master_link_status is not up`);
+      const unlinked = infos.findIndex((i) => i.get('role') === 'slave' && (i.get('master_link_status') !== 'up' || i.get('master_sync_in_progress') !== '0'));
+      if (unlinked >= 0) throw new Error(`replica ${fmt(nodes[unlinked]!.address)} master_link_status is not up (or its sync is in progress)`);
+      // Every node lists every replica in CLUSTER SLOTS: a client's first map is then complete
+      // (Redis 6.2 lists a replica there only once its master's gossip says it replicates).
+      for (const n of nodes) {
+        const listed = slotsNodeCount(await n.query(['CLUSTER', 'SLOTS']));
+        if (listed !== nodes.length) throw new Error(`${fmt(n.address)} lists ${listed} of ${nodes.length} nodes in CLUSTER SLOTS`);
+      }
       return true;
     },
-    `the cluster to form (${nodes.length} nodes, ${masters} masters, cluster_state:ok everywhere)`,
+    `the cluster to form (${nodes.length} nodes, ${masters} masters, cluster_state:ok everywhere, replicas synced and listed)`,
     timeoutMs,
   );
+}
+
+/** Distinct nodes (masters and replicas) a CLUSTER SLOTS reply names. */
+function slotsNodeCount(reply: RespValue): number {
+  const seen = new Set<string>();
+  for (const range of Array.isArray(reply) ? reply : []) {
+    if (!Array.isArray(range)) continue;
+    for (const n of range.slice(2)) if (Array.isArray(n)) seen.add(`${String(n[0])}:${String(n[1])}`);
+  }
+  return seen.size;
 }
 
 export async function makeClusterTopology(nodes: HarnessNode[], stop: () => Promise<void>): Promise<ClusterTopology> {

@@ -16,6 +16,7 @@ const SRC = path.resolve(__dirname, '../../src');
  */
 const LAYER: Record<string, number> = {
   'types.ts': 0,
+  'version.ts': 0,
   'errors.ts': 1,
   'address.ts': 1,
   'options.ts': 1,

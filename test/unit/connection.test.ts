@@ -7,6 +7,7 @@ import util from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Connection } from '../../src/connection/connection.js';
 import { resolveConnectionOptions, type ConnectionOptions } from '../../src/connection/options.js';
+import { PACKAGE_VERSION } from '../../src/version.js';
 import {
   AuthenticationError, ConnectionError, ProtocolError, RedisError, TimeoutError, UncertainWriteError,
 } from '../../src/errors.js';
@@ -29,8 +30,9 @@ async function fake(handler: FakeHandler): Promise<FakeServer> {
   return s;
 }
 
+// These fakes script every reply: without CLIENT SETINFO in the handshake unless a test asks for it.
 async function connect(address: NodeAddress, o: ConnectionOptions = {}, extra?: Arg[][]): Promise<Connection> {
-  const c = await Connection.connect(address, resolveConnectionOptions(o), extra);
+  const c = await Connection.connect(address, resolveConnectionOptions({ disableClientInfo: true, ...o }), extra);
   cleanups.push(() => c.destroy());
   return c;
 }
@@ -330,9 +332,25 @@ describe('Connection: connect', () => {
 
   it('the RESP2 handshake sends AUTH, CLIENT SETNAME, SELECT, then the extra steps, in order', async () => {
     const server = await fake(() => resp.simple('OK'));
-    const conn = await connect(server.address, { username: 'u', password: 'p', clientName: 'cn', db: 2 }, [['READONLY']]);
-    expect(server.received).toEqual([['AUTH', 'u', 'p'], ['CLIENT', 'SETNAME', 'cn'], ['SELECT', '2'], ['READONLY']]);
+    const conn = await connect(server.address, { username: 'u', password: 'p', clientName: 'cn', db: 2, disableClientInfo: false }, [['READONLY']]);
+    expect(server.received).toEqual([
+      ['AUTH', 'u', 'p'], ['CLIENT', 'SETNAME', 'cn'],
+      ['CLIENT', 'SETINFO', 'LIB-NAME', 'redis-ha-pool'], ['CLIENT', 'SETINFO', 'LIB-VER', PACKAGE_VERSION],
+      ['SELECT', '2'], ['READONLY'],
+    ]);
     expect(conn.ready).toBe(true);
+  });
+
+  it('CLIENT SETINFO refused as unknown (Redis 6.2, 7.0) or denied by ACL: the connection is made all the same', async () => {
+    for (const refusal of ["ERR unknown subcommand 'SETINFO'. Try CLIENT HELP.", "NOPERM User app has no permissions to run the 'client|setinfo' command"]) {
+      const server = await fake((cmd) => (cmd[1] === 'SETINFO' ? resp.error(refusal) : resp.simple('OK')));
+      const conn = await connect(server.address, { clientInfoTag: 'billing', disableClientInfo: false }, [['READONLY']]);
+      expect(server.received).toEqual([
+        ['CLIENT', 'SETINFO', 'LIB-NAME', 'redis-ha-pool(billing)'], ['CLIENT', 'SETINFO', 'LIB-VER', PACKAGE_VERSION], ['READONLY'],
+      ]);
+      expect(conn.ready).toBe(true);
+      expect(await conn.send(['SET', 'k', 'v'])).toBe('OK');
+    }
   });
 });
 

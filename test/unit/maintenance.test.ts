@@ -228,12 +228,12 @@ describe('options: checked like the others, TypeError naming the option', () => 
 describe('handshake: the opt-in after HELLO 3', () => {
   const context = { label: 'h:1', address: { host: 'h', port: 1 }, creds: null, tls: false, closedError: undefined };
   it('comes right after HELLO 3, with the endpoint type; none under RESP2', () => {
-    const o3 = resolveConnectionOptions({ protocol: 3, db: 2 });
+    const o3 = resolveConnectionOptions({ protocol: 3, db: 2, disableClientInfo: true });
     expect(handshakeSteps(o3, null, [['READONLY']], true, 'internal-ip').map((s) => s.args)).toEqual([
       ['HELLO', '3'], ['CLIENT', 'MAINT_NOTIFICATIONS', 'ON', 'moving-endpoint-type', 'internal-ip'], ['SELECT', 2], ['READONLY'], ['PING'],
     ]);
-    expect(handshakeSteps(resolveConnectionOptions({}), null, [], false, 'internal-ip')).toEqual([]);
-    expect(handshakeSteps(resolveConnectionOptions({ protocol: 3, maintNotifications: 'disabled' }), null, [], false, 'internal-ip').map((s) => s.args)).toEqual([['HELLO', '3']]);
+    expect(handshakeSteps(resolveConnectionOptions({ disableClientInfo: true }), null, [], false, 'internal-ip')).toEqual([]);
+    expect(handshakeSteps(resolveConnectionOptions({ protocol: 3, maintNotifications: 'disabled', disableClientInfo: true }), null, [], false, 'internal-ip').map((s) => s.args)).toEqual([['HELLO', '3']]);
   });
   it('auto: a refusal is ignored; enabled: a clear ConnectionError keeping the reply as cause', () => {
     const refusal = new RedisError("ERR unknown subcommand 'MAINT_NOTIFICATIONS'. Try CLIENT HELP.");

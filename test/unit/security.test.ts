@@ -8,6 +8,7 @@ import { parseAddress, redactAddress } from '../../src/address.js';
 import { Auth } from '../../src/connection/credentials.js';
 import { resolveConnectionOptions } from '../../src/connection/options.js';
 import { handshakeError, handshakeSteps } from '../../src/connection/handshake.js';
+import { PACKAGE_VERSION } from '../../src/version.js';
 import { handshakeClosedMessage, tlsHint } from '../../src/connection/tls-errors.js';
 import { resolveClusterOptions } from '../../src/cluster/options.js';
 import { resolveSentinelOptions } from '../../src/sentinel/options.js';
@@ -219,12 +220,19 @@ describe('handshakeError: what a handshake reply means', () => {
   });
 
   it('builds HELLO 3 with AUTH and SETNAME, or AUTH then CLIENT SETNAME, then SELECT, extras and PING', () => {
-    const o3 = resolveConnectionOptions({ protocol: 3, clientName: 'n', db: 2 });
+    const o3 = resolveConnectionOptions({ protocol: 3, clientName: 'n', db: 2, maintNotifications: 'disabled' });
     expect(handshakeSteps(o3, { username: 'u', password: 'p' }, [['READONLY']], true).map((s) => s.args)).toEqual([
-      ['HELLO', '3', 'AUTH', 'u', 'p', 'SETNAME', 'n'], ['SELECT', 2], ['READONLY'], ['PING'],
+      ['HELLO', '3', 'AUTH', 'u', 'p', 'SETNAME', 'n'],
+      ['CLIENT', 'SETINFO', 'LIB-NAME', 'redis-ha-pool'], ['CLIENT', 'SETINFO', 'LIB-VER', PACKAGE_VERSION],
+      ['SELECT', 2], ['READONLY'], ['PING'],
     ]);
-    const o2 = resolveConnectionOptions({ clientName: 'n' });
+    const o2 = resolveConnectionOptions({ clientName: 'n', disableClientInfo: true });
     expect(handshakeSteps(o2, { password: 'p' }, [], false).map((s) => s.args)).toEqual([['AUTH', 'p'], ['CLIENT', 'SETNAME', 'n']]);
-    expect(handshakeSteps(resolveConnectionOptions({}), null, [], false)).toEqual([]);
+    expect(handshakeSteps(resolveConnectionOptions({ disableClientInfo: true }), null, [], false)).toEqual([]);
+    // Identification never fails a connection: a refusal of either SETINFO is ignored.
+    for (const step of handshakeSteps(resolveConnectionOptions({ clientInfoTag: 't' }), null, [], false)) {
+      expect(step.args.slice(0, 2)).toEqual(['CLIENT', 'SETINFO']);
+      expect(handshakeError(step, new RedisError("ERR unknown subcommand 'SETINFO'. Try CLIENT HELP."), { label: 'h:1', address: { host: 'h', port: 1 }, creds: null, tls: false, closedError: undefined })).toBeUndefined();
+    }
   });
 });

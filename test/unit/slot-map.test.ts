@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SlotMap, slotMapFromShards, slotMapFromSlots, type ClusterNode } from '../../src/cluster/slot-map.js';
+import { SlotMap, slotMapFromShards, slotMapFromSlots, withHealthOf, type ClusterNode } from '../../src/cluster/slot-map.js';
 import type { NodeAddress, Reply } from '../../src/types.js';
 import { loadFixture, revive } from '../fixtures/revive.js';
 
@@ -304,5 +304,38 @@ describe('SlotMap', () => {
   it('requires 16384 slots', () => {
     expect(() => new SlotMap([], [])).toThrow(RangeError);
     expect(SlotMap.empty().coveredSlots).toBe(0);
+  });
+});
+
+describe('CLUSTER SHARDS after a failover on Redis 7.2+ / Valkey 8.0 (reply recorded from Redis 7.4.1)', () => {
+  const node = (id: string, port: number, role: string, health: string) => ['id', id, 'port', port, 'ip', '127.0.0.1', 'endpoint', '127.0.0.1', 'role', role, 'replication-offset', 1, 'health', health];
+  const from = { host: '127.0.0.1', port: 37895 };
+  // The killed master still listed first, as a master, beside the promoted replica; the shard has no slots.
+  const shards: Reply = [
+    ['slots', [5461, 10922], 'nodes', [node('b'.repeat(40), 37895, 'master', 'online'), node('c'.repeat(40), 45779, 'replica', 'online')]],
+    ['slots', [], 'nodes', [node('f'.repeat(40), 33023, 'master', 'fail'), node('9'.repeat(40), 41027, 'master', 'online')]],
+    ['slots', [10923, 16383], 'nodes', [node('e'.repeat(40), 45861, 'master', 'online'), node('3'.repeat(40), 41239, 'replica', 'loading')]],
+  ];
+  const slots: Reply = [
+    [0, 5460, ['127.0.0.1', 41027, '9'.repeat(40)]],
+    [5461, 10922, ['127.0.0.1', 37895, 'b'.repeat(40)], ['127.0.0.1', 45779, 'c'.repeat(40)]],
+    [10923, 16383, ['127.0.0.1', 45861, 'e'.repeat(40)], ['127.0.0.1', 41239, '3'.repeat(40)]],
+  ];
+
+  it('of two masters in one shard, the online one serves; the failed one is kept as a failed replica', () => {
+    const map = slotMapFromShards(shards, from);
+    const shard = map.shards.find((s) => s.replicas.some((r) => r.port === 33023))!;
+    expect(shard.master.port).toBe(41027);
+    expect(shard.replicas.find((r) => r.port === 33023)).toMatchObject({ role: 'replica', health: 'failed' });
+    // The slots the server left out stay uncovered: the refresh then asks CLUSTER SLOTS.
+    expect(map.coveredSlots).toBe(16384 - 5461);
+  });
+
+  it('withHealthOf: the slots of CLUSTER SLOTS, the health of CLUSTER SHARDS', () => {
+    const merged = withHealthOf(slotMapFromSlots(slots, from), slotMapFromShards(shards, from));
+    expect(merged.coveredSlots).toBe(16384);
+    expect(merged.shardForSlot(0)!.master).toMatchObject({ port: 41027, health: 'online' });
+    expect(merged.shardForSlot(16383)!.replicas[0]).toMatchObject({ port: 41239, health: 'loading' });
+    expect(merged.nodes().map((n) => n.port).sort()).toEqual([37895, 41027, 41239, 45779, 45861]);
   });
 });
