@@ -7,6 +7,7 @@ import { COMMON_OPTIONS, commonFrom, type CommonOptions, type ResolvedCommonOpti
 import type { Address, NodeAddress } from '../types.js';
 import { cacheFrom, type ResolvedCacheOptions } from '../cache/options.js';
 import { AZ_READ_FROM, checkAzOptions, type AzReadFrom } from '../pool/read-from.js';
+import { refreshShareKey } from './shared-refresh.js';
 
 /** Where read-only commands go (the `az-` values prefer nodes in `clientAz`). */
 export type ReadFrom = 'master' | 'replica' | 'prefer-replica' | AzReadFrom;
@@ -32,6 +33,16 @@ export interface ClusterOptions extends Omit<ConnectionOptions, 'db'>, CommonOpt
     minInterval?: number;
     /** Periodic refresh period in ms; 0 disables (default 30000). */
     interval?: number;
+    /**
+     * Each trouble poll waits `minInterval` plus a random 0..`jitter` ms, so the processes of a
+     * fleet that saw one failure at the same moment do not keep asking in step (default 100).
+     */
+    jitter?: number;
+    /**
+     * Pools of this process with the same seeds, credentials, TLS options and natMap share
+     * their slot-map fetches: one CLUSTER SHARDS per event for all of them (default true).
+     */
+    share?: boolean;
   };
   /**
    * Where read-only commands go: `'master'` (default); `'replica'` (a healthy replica of the
@@ -88,6 +99,10 @@ export interface ResolvedClusterOptions extends ResolvedCommonOptions {
   retryBackoff: BackoffOptions;
   refreshTimeout: number;
   loadCommandTable: boolean;
+  /** Random 0..this ms added to each trouble poll. */
+  refreshJitter: number;
+  /** The refresh group of pools sharing slot-map fetches (shared-refresh.ts); undefined with `refresh.share: false`. */
+  refreshShareKey: string | undefined;
 }
 
 /** The options only a Cluster pool has. */
@@ -101,7 +116,9 @@ export const CLUSTER_OWN_OPTIONS = defineOptions<ClusterOwnOptions>()({
     doc: 'Slot-map refreshes. While any command is retrying after a node failure, the map is also refreshed every `minInterval` until none is, so a replica the cluster promotes is used within about one interval.',
     fields: {
       minInterval: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 200, doc: 'At most one refresh starts per this interval, however many MOVED replies or connection errors ask for one.' },
-      interval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 30000, doc: 'Periodic refresh, which catches a master that died without answering anything; 0 disables.' },
+      interval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 30000, doc: 'Periodic refresh, which catches a master that died without answering anything; 0 disables. The first one comes after a random half to whole interval, so a fleet deployed at once does not refresh in step.' },
+      jitter: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 100, doc: 'Each trouble poll waits `minInterval` plus a random 0..`jitter` ms, so the processes of a fleet that saw one failure at the same moment do not keep asking in step. 0 disables. See docs/scale.md.' },
+      share: { kind: 'boolean', default: true, doc: 'Pools of this process with the same seeds, credentials, TLS options and natMap share their slot-map fetches (one `CLUSTER SHARDS` per event for all of them; connections are never shared).' },
     },
   },
   refreshTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 2000, doc: 'Timeout of each `CLUSTER SHARDS` / `CLUSTER SLOTS` request of a refresh (connect included).' },
@@ -160,5 +177,9 @@ export function resolveClusterOptions(seeds: unknown, options: ClusterOptions): 
     retryBackoff: own.retryBackoff,
     refreshTimeout,
     loadCommandTable: own.loadCommandTable,
+    refreshJitter: own.refresh.jitter,
+    refreshShareKey: own.refresh.share
+      ? refreshShareKey({ seeds: parsed, username: o.username, password: o.password, credentials: o.credentials, tls: o.tls, natMap: o.natMap, protocol: o.protocol, fromUrl })
+      : undefined,
   };
 }

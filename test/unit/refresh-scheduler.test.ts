@@ -11,14 +11,14 @@ import type { NodeAddress } from '../../src/types.js';
 const N1 = { host: '10.0.0.1', port: 7000 };
 const N2 = { host: '10.0.0.2', port: 7000 };
 
-function harness(o: { minInterval?: number; interval?: number } = {}) {
-  const runs: Array<{ at: number; prefer: NodeAddress[] }> = [];
+function harness(o: { minInterval?: number; interval?: number; jitter?: number; random?: () => number } = {}) {
+  const runs: Array<{ at: number; prefer: NodeAddress[]; since: number }> = [];
   let hold: (() => void) | undefined;
   let holding = false;
   const serving = new Set(['10.0.0.1:7000', '10.0.0.2:7000']);
-  const s = new RefreshScheduler({ minInterval: o.minInterval ?? 1000, interval: o.interval ?? 0 }, {
-    refresh: (prefer) => {
-      runs.push({ at: Date.now(), prefer: [...prefer] });
+  const s = new RefreshScheduler({ minInterval: o.minInterval ?? 1000, interval: o.interval ?? 0, jitter: o.jitter ?? 0, random: o.random ?? (() => 0) }, {
+    refresh: (prefer, since) => {
+      runs.push({ at: Date.now(), prefer: [...prefer], since });
       if (!holding) return Promise.resolve();
       return new Promise<void>((r) => (hold = r));
     },
@@ -221,5 +221,58 @@ describe('periodic refresh and close()', () => {
     h.s.request();
     await vi.advanceTimersByTimeAsync(5000);
     expect(h.runs).toHaveLength(4);
+  });
+});
+
+describe('a fleet does not ask in step', () => {
+  it('trouble polls wait minInterval plus a random 0..jitter ms', async () => {
+    // Fixed random draws: 0, 0.5, 1 of a 100 ms jitter.
+    const draws = [0, 0.5, 0.999];
+    let i = 0;
+    const h = harness({ minInterval: 200, jitter: 100, random: () => draws[i++ % draws.length]! });
+    h.s.started();
+    h.s.failing();
+    await vi.advanceTimersByTimeAsync(200 + 250 + 300 + 200 + 1);
+    const gaps = h.runs.map((r, k) => (k === 0 ? 0 : r.at - h.runs[k - 1]!.at)).slice(1);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([200, 450, 750, 950]);
+    expect(gaps).toEqual([250, 300, 200]);
+    await h.s.close();
+  });
+
+  it('without jitter, polls keep exactly minInterval', async () => {
+    const h = harness({ minInterval: 200, jitter: 0, random: () => 0.9 });
+    h.s.started();
+    h.s.failing();
+    await vi.advanceTimersByTimeAsync(601);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([200, 400, 600]);
+    await h.s.close();
+  });
+
+  it('the first periodic refresh comes after a random half to whole interval, then every interval', async () => {
+    const h = harness({ minInterval: 0, interval: 1000, random: () => 0.6 });
+    h.s.started();
+    h.s.startPeriodic();
+    await vi.advanceTimersByTimeAsync(2701);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([700, 1700, 2700]);
+    await h.s.close();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('each refresh says since when its oldest trigger waited: triggers during the rate-limit wait keep the first one', async () => {
+    const h = harness({ minInterval: 500 });
+    h.s.started();
+    await vi.advanceTimersByTimeAsync(100);
+    const first = performance.now();
+    h.s.request();
+    await vi.advanceTimersByTimeAsync(100);
+    h.s.request();
+    await vi.advanceTimersByTimeAsync(400);
+    expect(h.runs).toHaveLength(1);
+    expect(h.runs[0]!.since).toBe(first);
+    h.s.request();
+    await vi.advanceTimersByTimeAsync(500);
+    expect(h.runs).toHaveLength(2);
+    expect(h.runs[1]!.since).toBeGreaterThan(first);
+    await h.s.close();
   });
 });
