@@ -202,6 +202,8 @@ export class Topology {
     const before = this.current.shardForSlot(slot)?.master;
     const next = applyMoved(this.current, slot, to);
     if (next !== this.current) {
+      // The cluster just named `to` as the slot's owner: connect now (see install()).
+      if (!this.current.masters({ withSlots: true }).some((m) => m.port === to.port && m.host === to.host)) this.pools.get(formatAddress(to))?.clearBackoff();
       this.current = next;
       this.notifyChange();
     }
@@ -314,6 +316,11 @@ export class Topology {
     const changed = change.added.length > 0 || change.removed.length > 0 || change.movedSlots > 0 || healthOf(this.current) !== healthOf(map);
     // A node first seen through MOVED is already in the patched map; the event reports it anyway.
     const reported = this.lastRefreshed === this.current ? change : this.lastRefreshed.diff(map);
+    // A node that serves slots now and did not before (a promoted replica, a restarted node)
+    // is connected at once: attempts made while it was down would otherwise delay the first
+    // command by their backoff (up to `pool.reconnect.maxDelay`, measured in bench:fleet).
+    const servedBefore = new Set(this.current.masters({ withSlots: true }).map((m) => m.key));
+    for (const m of map.masters({ withSlots: true })) if (!servedBefore.has(m.key)) this.pools.get(m.key)?.clearBackoff();
     this.current = map;
     this.lastRefreshed = map;
     // Pools are made on first use (see pool()): a node no command goes to (a replica, with

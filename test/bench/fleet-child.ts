@@ -29,12 +29,21 @@ const SEEDS = JSON.parse(process.env.FLEET_SEEDS ?? '[]') as string[];
 const NAT = JSON.parse(process.env.FLEET_NAT ?? '{}') as Record<string, string>;
 
 const now = () => Date.now();
+/** FLEET_DIAG=1: what the client saw, on stderr, with epoch ms. */
+const DIAG = process.env.FLEET_DIAG === '1';
+const diag = (line: string) => {
+  if (DIAG) process.stderr.write(`[p${PROC} ${now()}] ${line}\n`);
+};
 
 async function connect(): Promise<{ send: Send; close: () => Promise<void> }> {
   if (KIND === 'ha') {
     const pool = await ClusterPool.create(SEEDS, Object.keys(NAT).length ? { natMap: NAT } : {});
     pool.on('error', () => {});
-    pool.on('node-error', () => {});
+    pool.on('node-error', (e) => diag(`node-error ${e.address.port} ${e.error.constructor.name} ${e.error.message.slice(0, 120)}`));
+    if (DIAG) {
+      pool.on('moved', (e) => diag(`moved ${e.slot} ${e.from.port}->${e.to.port}`));
+      pool.on('topology', (e) => diag(`topology moved ${e.movedSlots} slots`));
+    }
     return {
       send: (cmd, key, value) => (cmd === 'SET' ? pool.call('SET', key, value!) : pool.call('GET', key)),
       close: () => pool.close(),
@@ -141,8 +150,14 @@ async function main(): Promise<void> {
     const t0 = now();
     inFlight++;
     client.send('SET', key, String(t0)).then(
-      () => p.probes.push([t0, now(), 1]),
-      () => p.probes.push([t0, now(), 0]),
+      () => {
+        p.probes.push([t0, now(), 1]);
+        if (now() - t0 > 200) diag(`probe ok after ${now() - t0} ms`);
+      },
+      (err) => {
+        p.probes.push([t0, now(), 0]);
+        diag(`probe failed after ${now() - t0} ms: ${errorClass(err)} ${(err as Error).message.slice(0, 120)}`);
+      },
     ).finally(() => inFlight--);
   }, 20);
 
@@ -156,6 +171,10 @@ async function main(): Promise<void> {
       probeKeys = [];
       phase = { name: 'between', failures: {}, latencies: [], ops: 0, probes: [] };
       process.send!({ type: 'phase', name: p.name, failures: p.failures, latencies: p.latencies.map((x) => Math.round(x * 100) / 100), ops: p.ops, probes: p.probes });
+    } else if (m.type === 'status') {
+      // For the parent's waits: writes acknowledged so far, and whether a probe of this phase succeeded after `since`.
+      const since = (m as { since?: number }).since ?? Infinity;
+      process.send!({ type: 'status', acked: acked.length, served: phase.probes.some(([, e, ok]) => ok === 1 && e >= since) });
     } else if (m.type === 'finish') {
       stopping = true;
       clearInterval(load);
