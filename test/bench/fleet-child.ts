@@ -128,9 +128,11 @@ async function main(): Promise<void> {
   };
 
   const perTick = Math.max(1, Math.round(RATE / 100));
+  let opCount = 0;
   const load = setInterval(() => {
     for (let i = 0; i < perTick; i++) {
-      if (seq === 0 || (seq + i) % 2 === 0) {
+      // Every other call a write (by call count, not by key count: any rate keeps the half/half mix).
+      if (seq === 0 || opCount++ % 2 === 0) {
         const n = seq++;
         call('SET', `f:${PROC}:${n}`, String(n), () => acked.push(n));
       } else {
