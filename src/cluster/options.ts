@@ -39,6 +39,13 @@ export interface ClusterOptions extends Omit<ConnectionOptions, 'db'>, CommonOpt
      */
     jitter?: number;
     /**
+     * While a node that serves slots is unreachable (a connection failed, or a command sent to
+     * it got no reply within its deadline), the map is refreshed at a period that doubles from
+     * `minInterval` up to this, for at most `interval`: the promotion of its replica is found
+     * within about this long (default 1000).
+     */
+    watchInterval?: number;
+    /**
      * Pools of this process with the same seeds, credentials, TLS options and natMap share
      * their slot-map fetches: one CLUSTER SHARDS per event for all of them (default true).
      */
@@ -101,9 +108,19 @@ export interface ResolvedClusterOptions extends ResolvedCommonOptions {
   loadCommandTable: boolean;
   /** Random 0..this ms added to each trouble poll. */
   refreshJitter: number;
+  /** Longest period of the down-node watch. */
+  refreshWatchInterval: number;
   /** The refresh group of pools sharing slot-map fetches (shared-refresh.ts); undefined with `refresh.share: false`. */
   refreshShareKey: string | undefined;
 }
+
+/**
+ * `pingInterval` of a Cluster pool unless given: a node black-holed by the network (no RST)
+ * keeps its idle connections open, and without a heartbeat the first command sent there after
+ * the fault waits its whole deadline before the pool suspects the node. 5 s finds such a
+ * connection within 10 s at one PING per idle connection per 5 s (docs/scale.md).
+ */
+export const CLUSTER_PING_INTERVAL = 5000;
 
 /** The options only a Cluster pool has. */
 export type ClusterOwnOptions = Omit<ClusterOptions, keyof ConnectionOptions | keyof CommonOptions>;
@@ -118,6 +135,7 @@ export const CLUSTER_OWN_OPTIONS = defineOptions<ClusterOwnOptions>()({
       minInterval: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 200, doc: 'At most one refresh starts per this interval, however many MOVED replies or connection errors ask for one.' },
       interval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 30000, doc: 'Periodic refresh, which catches a master that died without answering anything; 0 disables. The first one comes after a random half to whole interval, so a fleet deployed at once does not refresh in step.' },
       jitter: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 100, doc: 'Each trouble poll waits `minInterval` plus a random 0..`jitter` ms, so the processes of a fleet that saw one failure at the same moment do not keep asking in step. 0 disables. See docs/scale.md.' },
+      watchInterval: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 1000, doc: 'While a node that serves slots is unreachable (a connection failed, or a command sent to it got no reply within its deadline), the map is refreshed at a period doubling from `minInterval` up to this, for at most `interval`: the promotion of its replica is found within about this long. See docs/scale.md.' },
       share: { kind: 'boolean', default: true, doc: 'Pools of this process with the same seeds, credentials, TLS options and natMap share their slot-map fetches (one `CLUSTER SHARDS` per event for all of them; connections are never shared).' },
     },
   },
@@ -155,7 +173,8 @@ export function resolveClusterOptions(seeds: unknown, options: ClusterOptions): 
   checkAzOptions(o.readFrom, o.clientAz, 'ClusterPool');
   // Credentials and TLS may come from the first seed URL.
   const fromUrl = parsed.find((p) => p.username !== undefined || p.password !== undefined || p.tls !== undefined) ?? {};
-  const data = connectionFrom(o, { ...fromUrl, db: undefined }, 'node');
+  // The heartbeat is on by default in a cluster (see CLUSTER_PING_INTERVAL).
+  const data = connectionFrom({ ...o, pingInterval: o.pingInterval ?? CLUSTER_PING_INTERVAL }, { ...fromUrl, db: undefined }, 'node');
   const common = commonFrom(o);
   const own = withDefaults(CLUSTER_OWN_OPTIONS, o);
   const refreshTimeout = own.refreshTimeout;
@@ -178,6 +197,7 @@ export function resolveClusterOptions(seeds: unknown, options: ClusterOptions): 
     refreshTimeout,
     loadCommandTable: own.loadCommandTable,
     refreshJitter: own.refresh.jitter,
+    refreshWatchInterval: own.refresh.watchInterval,
     refreshShareKey: own.refresh.share
       ? refreshShareKey({ seeds: parsed, username: o.username, password: o.password, credentials: o.credentials, tls: o.tls, natMap: o.natMap, protocol: o.protocol, fromUrl })
       : undefined,

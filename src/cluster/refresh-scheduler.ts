@@ -16,6 +16,12 @@ export interface RefreshSchedulerOptions {
    * step. 0: none.
    */
   jitter?: number;
+  /**
+   * `refresh.watchInterval`: the longest period of the down-node watch (it doubles from
+   * `minInterval` up to this), so a promotion of the down node's replica is found within about
+   * this long. Default (when absent here): the watch window (`interval`, else 30 s).
+   */
+  watchInterval?: number;
   /** The random source (tests fix it); default `Math.random`. */
   random?: () => number;
 }
@@ -43,8 +49,8 @@ export interface RefreshTarget {
  * (the trigger is kept and runs when the interval is over; more triggers meanwhile join it).
  * While commands fail, a refresh is requested every `minInterval` (plus a random 0..`jitter`),
  * so a replica promoted by the cluster is found as soon as it serves; while only a down node is
- * watched, the period doubles from `minInterval` for at most `interval` (30 s when the periodic
- * refresh is off). Polling stops as soon as neither holds.
+ * watched, the period doubles from `minInterval` up to `watchInterval`, for at most `interval`
+ * (30 s when the periodic refresh is off). Polling stops as soon as neither holds.
  */
 export class RefreshScheduler {
   private readonly refreshesRun: Coalescer;
@@ -209,7 +215,8 @@ export class RefreshScheduler {
     }
     this.request();
     const base = Math.max(this.o.minInterval, MIN_POLL_PERIOD);
-    const cap = Math.max(base, this.o.interval > 0 ? this.o.interval : 30_000);
+    const window = this.o.interval > 0 ? this.o.interval : 30_000;
+    const cap = Math.max(base, Math.min(window, this.o.watchInterval ?? window));
     this.pollPeriod = failing ? base : Math.min(cap, this.pollPeriod * 2);
     this.poll = setTimeout(() => this.onPoll(), this.pollPeriod + this.jitter());
     this.poll.unref();

@@ -78,7 +78,7 @@ export class Topology {
     this.current = SlotMap.empty({ natMap: o.natMap });
     this.lastRefreshed = this.current;
     this.share = o.refreshShareKey === undefined ? undefined : joinRefreshGroup(o.refreshShareKey);
-    this.scheduler = new RefreshScheduler({ minInterval: o.minRefreshInterval, interval: o.refreshInterval, jitter: o.refreshJitter }, {
+    this.scheduler = new RefreshScheduler({ minInterval: o.minRefreshInterval, interval: o.refreshInterval, jitter: o.refreshJitter, watchInterval: o.refreshWatchInterval }, {
       refresh: (prefer, since) => this.refreshOnce(prefer, since),
       serving: () => new Set(this.current.masters({ withSlots: true }).map((m) => m.key)),
     });

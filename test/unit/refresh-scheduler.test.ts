@@ -11,12 +11,12 @@ import type { NodeAddress } from '../../src/types.js';
 const N1 = { host: '10.0.0.1', port: 7000 };
 const N2 = { host: '10.0.0.2', port: 7000 };
 
-function harness(o: { minInterval?: number; interval?: number; jitter?: number; random?: () => number } = {}) {
+function harness(o: { minInterval?: number; interval?: number; jitter?: number; watchInterval?: number; random?: () => number } = {}) {
   const runs: Array<{ at: number; prefer: NodeAddress[]; since: number }> = [];
   let hold: (() => void) | undefined;
   let holding = false;
   const serving = new Set(['10.0.0.1:7000', '10.0.0.2:7000']);
-  const s = new RefreshScheduler({ minInterval: o.minInterval ?? 1000, interval: o.interval ?? 0, jitter: o.jitter ?? 0, random: o.random ?? (() => 0) }, {
+  const s = new RefreshScheduler({ minInterval: o.minInterval ?? 1000, interval: o.interval ?? 0, jitter: o.jitter ?? 0, ...(o.watchInterval ? { watchInterval: o.watchInterval } : {}), random: o.random ?? (() => 0) }, {
     refresh: (prefer, since) => {
       runs.push({ at: Date.now(), prefer: [...prefer], since });
       if (!holding) return Promise.resolve();
@@ -273,6 +273,17 @@ describe('a fleet does not ask in step', () => {
     await vi.advanceTimersByTimeAsync(500);
     expect(h.runs).toHaveLength(2);
     expect(h.runs[1]!.since).toBeGreaterThan(first);
+    await h.s.close();
+  });
+});
+
+describe('the down-node watch is capped by watchInterval', () => {
+  it('the period doubles from minInterval up to watchInterval, not up to the watch window', async () => {
+    const h = harness({ minInterval: 100, interval: 30_000, watchInterval: 400 });
+    h.s.started();
+    h.s.nodeDown(N1);
+    await vi.advanceTimersByTimeAsync(100 + 200 + 400 + 400 + 400 + 1);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([100, 300, 700, 1100, 1500]);
     await h.s.close();
   });
 });
