@@ -22,11 +22,13 @@ export interface ClusterOptions extends Omit<ConnectionOptions, 'db'>, CommonOpt
   /**
    * Slot map refreshes. `minInterval`: at most one refresh starts per interval, however many
    * MOVED replies or connection errors ask for one (default 200). While any command is retrying
-   * after a node failure (connection error, CLUSTERDOWN, READONLY), the map is also refreshed
-   * every `minInterval` until none is, so a replica the cluster promotes is used within about
-   * one interval; a master that could not be reached is watched the same way, at a period that
-   * doubles, for at most `interval`. `interval`: periodic refresh, which catches a master that
-   * died without answering anything; 0 disables (default 30000).
+   * after a node failure (connection error, CLUSTERDOWN, READONLY), or a master could not be
+   * reached or left a command unanswered past its deadline, the map is also refreshed at a
+   * period that doubles from `minInterval` up to `watchInterval` (plus a random 0..`jitter`),
+   * so a replica the cluster promotes is used within about `watchInterval`; a down master is
+   * watched for at most `interval`. `interval`: periodic refresh, which catches a master that
+   * died without answering anything; 0 disables (default 30000). See docs/scale.md for what a
+   * fleet of processes does with these.
    */
   refresh?: {
     /** At most one refresh per this many ms (default 200, at least 1). */
@@ -130,7 +132,7 @@ export const CLUSTER_OWN_OPTIONS = defineOptions<ClusterOwnOptions>()({
   maxRedirections: { kind: 'integer', max: 1000, default: 16, doc: 'Redirections and retries (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, connection errors) one command may take before it fails with `MaxRedirectionsError`.' },
   refresh: {
     kind: 'group',
-    doc: 'Slot-map refreshes. While any command is retrying after a node failure, the map is also refreshed every `minInterval` until none is, so a replica the cluster promotes is used within about one interval.',
+    doc: 'Slot-map refreshes. While any command is retrying after a node failure, or a master is down or silent, the map is also refreshed at a period doubling from `minInterval` up to `watchInterval` (plus a random 0..`jitter`), so a replica the cluster promotes is used within about `watchInterval`. Each refresh starts at a random healthy node, so a fleet\'s refreshes spread over the cluster (docs/scale.md).',
     fields: {
       minInterval: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 200, doc: 'At most one refresh starts per this interval, however many MOVED replies or connection errors ask for one.' },
       interval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 30000, doc: 'Periodic refresh, which catches a master that died without answering anything; 0 disables. The first one comes after a random half to whole interval, so a fleet deployed at once does not refresh in step.' },

@@ -47,10 +47,11 @@ export interface RefreshTarget {
  * One refresh at a time, rate limited, through the one {@link Coalescer}: a trigger during a
  * refresh runs one more after it; none starts less than `minInterval` after the previous start
  * (the trigger is kept and runs when the interval is over; more triggers meanwhile join it).
- * While commands fail, a refresh is requested every `minInterval` (plus a random 0..`jitter`),
- * so a replica promoted by the cluster is found as soon as it serves; while only a down node is
- * watched, the period doubles from `minInterval` up to `watchInterval`, for at most `interval`
- * (30 s when the periodic refresh is off). Polling stops as soon as neither holds.
+ * While commands fail or a node that serves slots is down, a refresh is requested at a period
+ * that doubles from `minInterval` up to `watchInterval` (each plus a random 0..`jitter`), so a
+ * replica promoted by the cluster is found within about `watchInterval` of its promotion; a
+ * down node is watched for at most `interval` (30 s when the periodic refresh is off). Polling
+ * stops as soon as neither holds.
  */
 export class RefreshScheduler {
   private readonly refreshesRun: Coalescer;
@@ -187,15 +188,16 @@ export class RefreshScheduler {
   }
 
   /**
-   * (Re)arms the poll timer: every `minInterval` while commands fail; doubling up to the watch
-   * window while only a down node is watched.
+   * (Re)arms the poll timer: from `minInterval`, doubling up to `watchInterval`, while commands
+   * fail or a down node is watched.
    */
   private startPolling(): void {
     if (this.closed) return;
     const base = Math.max(this.o.minInterval, MIN_POLL_PERIOD);
     if (this.poll) {
-      // A command started failing while a slow "down node" poll was pending: speed up.
-      if (this.failingCommands === 0 || this.pollPeriod <= base) return;
+      // The first command to fail while a slow poll was pending: speed up (later ones do not
+      // reset the doubling: a fleet-wide failure would otherwise keep every process at the base rate).
+      if (this.failingCommands !== 1 || this.pollPeriod <= base) return;
       clearTimeout(this.poll);
       this.poll = undefined;
     }
@@ -217,7 +219,9 @@ export class RefreshScheduler {
     const base = Math.max(this.o.minInterval, MIN_POLL_PERIOD);
     const window = this.o.interval > 0 ? this.o.interval : 30_000;
     const cap = Math.max(base, Math.min(window, this.o.watchInterval ?? window));
-    this.pollPeriod = failing ? base : Math.min(cap, this.pollPeriod * 2);
+    // Doubling while commands fail too: the cluster cannot promote a replica sooner than its
+    // node timeout, and a fleet polling at the base rate all that time is the storm (bench:fleet).
+    this.pollPeriod = Math.min(cap, this.pollPeriod * 2);
     this.poll = setTimeout(() => this.onPoll(), this.pollPeriod + this.jitter());
     this.poll.unref();
   }

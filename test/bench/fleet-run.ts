@@ -217,7 +217,9 @@ export async function runFleet(cfg: FleetConfig): Promise<FleetResult> {
       // every process has served a moved slot (a smoke test asks for no more than that).
       await Promise.all([
         sleep(cfg.windowMs),
-        waitFor(async () => (await statuses(children, promoted)).every((st) => st.served === true), 'every process to serve the moved slots', 60_000),
+        // A client that never serves them (seen with node-redis) is reported as such, not waited for.
+        waitFor(async () => (await statuses(children, promoted)).every((st) => st.served === true), 'every process to serve the moved slots', 30_000)
+          .catch(() => log('[fleet] not every process served the moved slots within 30 s')),
       ]);
       const end = Date.now();
       const phases = await Promise.all(children.map(async (c) => {

@@ -142,16 +142,18 @@ describe('triggers are coalesced and rate limited', () => {
 });
 
 describe('trouble polling', () => {
-  it('while a command fails: a refresh every minInterval until it finishes, then none', async () => {
-    const h = harness({ minInterval: 200 });
+  it('while a command fails: refreshes from minInterval, doubling up to watchInterval, until it finishes, then none', async () => {
+    const h = harness({ minInterval: 200, watchInterval: 800 });
     h.s.started();
     const done = h.s.failing();
     expect(h.s.polling).toBe(true);
-    await vi.advanceTimersByTimeAsync(1000);
-    expect(h.runs.length).toBeGreaterThanOrEqual(4);
-    expect(h.runs.length).toBeLessThanOrEqual(5);
+    // A second failing command does not restart the doubling.
+    const done2 = h.s.failing();
+    await vi.advanceTimersByTimeAsync(200 + 400 + 800 + 800 + 1);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([200, 600, 1400, 2200]);
     done();
     done(); // idempotent
+    done2();
     const n = h.runs.length;
     await vi.advanceTimersByTimeAsync(5000);
     expect(h.runs.length).toBeLessThanOrEqual(n + 1); // at most the poll already armed
@@ -229,7 +231,7 @@ describe('a fleet does not ask in step', () => {
     // Fixed random draws: 0, 0.5, 1 of a 100 ms jitter.
     const draws = [0, 0.5, 0.999];
     let i = 0;
-    const h = harness({ minInterval: 200, jitter: 100, random: () => draws[i++ % draws.length]! });
+    const h = harness({ minInterval: 200, watchInterval: 200, jitter: 100, random: () => draws[i++ % draws.length]! });
     h.s.started();
     h.s.failing();
     await vi.advanceTimersByTimeAsync(200 + 250 + 300 + 200 + 1);
@@ -240,7 +242,7 @@ describe('a fleet does not ask in step', () => {
   });
 
   it('without jitter, polls keep exactly minInterval', async () => {
-    const h = harness({ minInterval: 200, jitter: 0, random: () => 0.9 });
+    const h = harness({ minInterval: 200, watchInterval: 200, jitter: 0, random: () => 0.9 });
     h.s.started();
     h.s.failing();
     await vi.advanceTimersByTimeAsync(601);
