@@ -94,11 +94,12 @@ export function connectionsReceived(info: string): number {
   return Number(/^total_connections_received:(\d+)/m.exec(info)?.[1] ?? 0);
 }
 
-/** One sample of one node: when, slot-map requests and connections received so far. */
+/** One sample of one node: when, slot-map requests and connections received so far, clients connected now. */
 export interface NodeSample {
   at: number;
   slotMap: number;
   conns: number;
+  clients: number;
 }
 
 /**
@@ -135,13 +136,24 @@ export class NodeSampler {
         this.conns.set(key, c);
       }
       const at = Date.now();
-      const [cmd, stats] = await c.askMany([['INFO', 'commandstats'], ['INFO', 'stats']], 800);
-      this.samples.get(key)!.push({ at, slotMap: slotMapCalls(String(cmd)), conns: connectionsReceived(String(stats)) });
+      const [cmd, stats, clients] = await c.askMany([['INFO', 'commandstats'], ['INFO', 'stats'], ['INFO', 'clients']], 800);
+      const connected = Number(/^connected_clients:(\d+)/m.exec(String(clients))?.[1] ?? 0);
+      this.samples.get(key)!.push({ at, slotMap: slotMapCalls(String(cmd)), conns: connectionsReceived(String(stats)), clients: connected });
     } catch {
       // Down or paused this second.
     } finally {
       this.busy.delete(key);
     }
+  }
+
+  /** The most clients connected to one node in its last sample before `at` (the sampler's own connection included). */
+  maxClients(at: number): number {
+    let most = 0;
+    for (const list of this.samples.values()) {
+      const last = [...list].reverse().find((x) => x.at <= at);
+      if (last) most = Math.max(most, last.clients);
+    }
+    return most;
   }
 
   stop(): void {

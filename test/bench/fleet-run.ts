@@ -64,6 +64,8 @@ export interface FaultResult {
   ops: number;
   p99Ms: number;
   maxMs: number;
+  /** Most clients connected to one node just before the fault (the harness's sampler counts as one). */
+  clientsPerNode: number;
 }
 
 export interface FleetResult {
@@ -337,5 +339,6 @@ function summarize(fault: FleetFault, client: FleetClient, t0: number, promoted:
     ops,
     p99Ms: Math.round(percentile(latencies, 99) * 10) / 10,
     maxMs: Math.round((latencies[latencies.length - 1] ?? 0) * 10) / 10,
+    clientsPerNode: sampler.maxClients(t0),
   };
 }

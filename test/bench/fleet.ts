@@ -51,7 +51,7 @@ function row(r: FaultResult): string[] {
     r.notServed ? `${r.notServed} never` : String(r.servedAfterPromotionMs),
     `${r.slotMap.peakPerNode} (${r.slotMap.peakNodeRole})`, String(r.slotMap.total), String(r.slotMap.maxNodeTotal),
     String(r.conns.peakPerNode), String(r.conns.total),
-    failures(r.failures), String(r.p99Ms),
+    failures(r.failures), String(r.p99Ms), String(r.clientsPerNode),
   ];
 }
 
@@ -59,9 +59,9 @@ const info = systemInfo();
 console.log(`\n## Fleet: ${base.procs} processes x 1 cluster client, ${base.masters} masters + ${base.masters} replicas (cluster-node-timeout ${base.nodeTimeoutMs} ms), ${base.rate} calls/s per process`);
 console.log(`${info.cpu} x ${info.cores}, Node ${info.node}, load ${info.loadavg} (machine shared with other test runs); window ${base.windowMs} ms after each promotion\n`);
 console.log(markdownTable(
-  ['client', 'fault', 'promotion ms', 'all served ms after promotion', 'slot-map req peak /node/s', 'slot-map req total', 'max on one node', 'new conns peak /node/s', 'new conns total', 'failed calls', 'p99 ms'],
+  ['client', 'fault', 'promotion ms', 'all served ms after promotion', 'slot-map req peak /node/s', 'slot-map req total', 'max on one node', 'new conns peak /node/s', 'new conns total', 'failed calls', 'p99 ms', 'clients on busiest node before'],
   rows,
-  ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left', 'right'],
+  ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left', 'right', 'right'],
 ));
 console.log('');
 console.log(markdownTable(['client', 'acknowledged writes checked', 'lost'], runs.map((r) => [NAMES[r.config.client], String(r.checked), String(r.lost)]), ['left', 'right', 'right']));
