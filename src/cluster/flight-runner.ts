@@ -197,6 +197,10 @@ export class FlightRunner {
     f.wakeOnAnyChange = false;
     f.failedAtVersion = this.h.topology.version;
     if (this.h.isClosed()) return { action: 'fail', error: err instanceof PoolClosedError ? err : new PoolClosedError(undefined, { cause: err }), exhausted: false };
+    // Sent and no reply within the deadline: the node may be black-holed (no RST, so no
+    // connection error ever comes). Watch the map as for an unreachable node, so the fleet finds
+    // its replica's promotion within `refresh.watchInterval` (a slow node costs a few refreshes).
+    if (err instanceof TimeoutError && err.sent) this.h.topology.nodeDown(address);
     if (err instanceof AuthenticationError) return { action: 'fail', error: err, exhausted: false };
     const d = decideRedirect(err, {
       sent: wasWritten(err),

@@ -7,6 +7,7 @@ import { COMMON_OPTIONS, commonFrom, type CommonOptions, type ResolvedCommonOpti
 import type { Address, NodeAddress } from '../types.js';
 import { cacheFrom, type ResolvedCacheOptions } from '../cache/options.js';
 import { AZ_READ_FROM, checkAzOptions, type AzReadFrom } from '../pool/read-from.js';
+import { refreshShareKey } from './shared-refresh.js';
 
 /** Where read-only commands go (the `az-` values prefer nodes in `clientAz`). */
 export type ReadFrom = 'master' | 'replica' | 'prefer-replica' | AzReadFrom;
@@ -21,17 +22,36 @@ export interface ClusterOptions extends Omit<ConnectionOptions, 'db'>, CommonOpt
   /**
    * Slot map refreshes. `minInterval`: at most one refresh starts per interval, however many
    * MOVED replies or connection errors ask for one (default 200). While any command is retrying
-   * after a node failure (connection error, CLUSTERDOWN, READONLY), the map is also refreshed
-   * every `minInterval` until none is, so a replica the cluster promotes is used within about
-   * one interval; a master that could not be reached is watched the same way, at a period that
-   * doubles, for at most `interval`. `interval`: periodic refresh, which catches a master that
-   * died without answering anything; 0 disables (default 30000).
+   * after a node failure (connection error, CLUSTERDOWN, READONLY), or a master could not be
+   * reached or left a command unanswered past its deadline, the map is also refreshed at a
+   * period that doubles from `minInterval` up to `watchInterval` (plus a random 0..`jitter`),
+   * so a replica the cluster promotes is used within about `watchInterval`; a down master is
+   * watched for at most `interval`. `interval`: periodic refresh, which catches a master that
+   * died without answering anything; 0 disables (default 30000). See docs/scale.md for what a
+   * fleet of processes does with these.
    */
   refresh?: {
     /** At most one refresh per this many ms (default 200, at least 1). */
     minInterval?: number;
     /** Periodic refresh period in ms; 0 disables (default 30000). */
     interval?: number;
+    /**
+     * Each trouble poll waits `minInterval` plus a random 0..`jitter` ms, so the processes of a
+     * fleet that saw one failure at the same moment do not keep asking in step (default 100).
+     */
+    jitter?: number;
+    /**
+     * While a node that serves slots is unreachable (a connection failed, or a command sent to
+     * it got no reply within its deadline), the map is refreshed at a period that doubles from
+     * `minInterval` up to this, for at most `interval`: the promotion of its replica is found
+     * within about this long (default 1000).
+     */
+    watchInterval?: number;
+    /**
+     * Pools of this process with the same seeds, credentials, TLS options and natMap share
+     * their slot-map fetches: one CLUSTER SHARDS per event for all of them (default true).
+     */
+    share?: boolean;
   };
   /**
    * Where read-only commands go: `'master'` (default); `'replica'` (a healthy replica of the
@@ -88,7 +108,21 @@ export interface ResolvedClusterOptions extends ResolvedCommonOptions {
   retryBackoff: BackoffOptions;
   refreshTimeout: number;
   loadCommandTable: boolean;
+  /** Random 0..this ms added to each trouble poll. */
+  refreshJitter: number;
+  /** Longest period of the down-node watch. */
+  refreshWatchInterval: number;
+  /** The refresh group of pools sharing slot-map fetches (shared-refresh.ts); undefined with `refresh.share: false`. */
+  refreshShareKey: string | undefined;
 }
+
+/**
+ * `pingInterval` of a Cluster pool unless given: a node black-holed by the network (no RST)
+ * keeps its idle connections open, and without a heartbeat the first command sent there after
+ * the fault waits its whole deadline before the pool suspects the node. 5 s finds such a
+ * connection within 10 s at one PING per idle connection per 5 s (docs/scale.md).
+ */
+export const CLUSTER_PING_INTERVAL = 5000;
 
 /** The options only a Cluster pool has. */
 export type ClusterOwnOptions = Omit<ClusterOptions, keyof ConnectionOptions | keyof CommonOptions>;
@@ -98,10 +132,13 @@ export const CLUSTER_OWN_OPTIONS = defineOptions<ClusterOwnOptions>()({
   maxRedirections: { kind: 'integer', max: 1000, default: 16, doc: 'Redirections and retries (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, connection errors) one command may take before it fails with `MaxRedirectionsError`.' },
   refresh: {
     kind: 'group',
-    doc: 'Slot-map refreshes. While any command is retrying after a node failure, the map is also refreshed every `minInterval` until none is, so a replica the cluster promotes is used within about one interval.',
+    doc: 'Slot-map refreshes. While any command is retrying after a node failure, or a master is down or silent, the map is also refreshed at a period doubling from `minInterval` up to `watchInterval` (plus a random 0..`jitter`), so a replica the cluster promotes is used within about `watchInterval`. Each refresh starts at a random healthy node, so a fleet\'s refreshes spread over the cluster (docs/scale.md).',
     fields: {
       minInterval: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 200, doc: 'At most one refresh starts per this interval, however many MOVED replies or connection errors ask for one.' },
-      interval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 30000, doc: 'Periodic refresh, which catches a master that died without answering anything; 0 disables.' },
+      interval: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 30000, doc: 'Periodic refresh, which catches a master that died without answering anything; 0 disables. The first one comes after a random half to whole interval, so a fleet deployed at once does not refresh in step.' },
+      jitter: { kind: 'integer', unit: 'ms', max: MAX_TIMER, default: 100, doc: 'Each trouble poll waits `minInterval` plus a random 0..`jitter` ms, so the processes of a fleet that saw one failure at the same moment do not keep asking in step. 0 disables. See docs/scale.md.' },
+      watchInterval: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 1000, doc: 'While a node that serves slots is unreachable (a connection failed, or a command sent to it got no reply within its deadline), the map is refreshed at a period doubling from `minInterval` up to this, for at most `interval`: the promotion of its replica is found within about this long. See docs/scale.md.' },
+      share: { kind: 'boolean', default: true, doc: 'Pools of this process with the same seeds, credentials, TLS options and natMap share their slot-map fetches (one `CLUSTER SHARDS` per event for all of them; connections are never shared).' },
     },
   },
   refreshTimeout: { kind: 'integer', unit: 'ms', min: 1, max: MAX_TIMER, default: 2000, doc: 'Timeout of each `CLUSTER SHARDS` / `CLUSTER SLOTS` request of a refresh (connect included).' },
@@ -138,7 +175,8 @@ export function resolveClusterOptions(seeds: unknown, options: ClusterOptions): 
   checkAzOptions(o.readFrom, o.clientAz, 'ClusterPool');
   // Credentials and TLS may come from the first seed URL.
   const fromUrl = parsed.find((p) => p.username !== undefined || p.password !== undefined || p.tls !== undefined) ?? {};
-  const data = connectionFrom(o, { ...fromUrl, db: undefined }, 'node');
+  // The heartbeat is on by default in a cluster (see CLUSTER_PING_INTERVAL).
+  const data = connectionFrom({ ...o, pingInterval: o.pingInterval ?? CLUSTER_PING_INTERVAL }, { ...fromUrl, db: undefined }, 'node');
   const common = commonFrom(o);
   const own = withDefaults(CLUSTER_OWN_OPTIONS, o);
   const refreshTimeout = own.refreshTimeout;
@@ -160,5 +198,10 @@ export function resolveClusterOptions(seeds: unknown, options: ClusterOptions): 
     retryBackoff: own.retryBackoff,
     refreshTimeout,
     loadCommandTable: own.loadCommandTable,
+    refreshJitter: own.refresh.jitter,
+    refreshWatchInterval: own.refresh.watchInterval,
+    refreshShareKey: own.refresh.share
+      ? refreshShareKey({ seeds: parsed, username: o.username, password: o.password, credentials: o.credentials, tls: o.tls, natMap: o.natMap, protocol: o.protocol, fromUrl })
+      : undefined,
   };
 }

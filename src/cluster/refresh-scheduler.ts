@@ -10,12 +10,30 @@ export interface RefreshSchedulerOptions {
   minInterval: number;
   /** `refresh.interval`: a periodic refresh (0: none; the watch window of a down node is then 30 s). */
   interval: number;
+  /**
+   * `refresh.jitter`: each trouble poll waits its period plus a random 0..jitter ms, so the
+   * processes of a fleet that saw the same failure at the same moment do not keep asking in
+   * step. 0: none.
+   */
+  jitter?: number;
+  /**
+   * `refresh.watchInterval`: the longest period of the down-node watch (it doubles from
+   * `minInterval` up to this), so a promotion of the down node's replica is found within about
+   * this long. Default (when absent here): the watch window (`interval`, else 30 s).
+   */
+  watchInterval?: number;
+  /** The random source (tests fix it); default `Math.random`. */
+  random?: () => number;
 }
 
 /** What the scheduler runs and reads: the refresh itself, and which nodes serve slots now. */
 export interface RefreshTarget {
-  /** Fetches and installs the map, asking the nodes in `prefer` first; never rejects. */
-  refresh(prefer: readonly NodeAddress[]): Promise<void>;
+  /**
+   * Fetches and installs the map, asking the nodes in `prefer` too; never rejects. `since`
+   * (`performance.now()`) is when the oldest trigger this refresh serves was made: a map
+   * fetched after it (by another pool of the process, see shared-refresh.ts) answers it.
+   */
+  refresh(prefer: readonly NodeAddress[], since: number): Promise<void>;
   /** Keys (`host:port`) of the masters that serve slots in the current map. */
   serving(): Set<string>;
 }
@@ -29,9 +47,10 @@ export interface RefreshTarget {
  * One refresh at a time, rate limited, through the one {@link Coalescer}: a trigger during a
  * refresh runs one more after it; none starts less than `minInterval` after the previous start
  * (the trigger is kept and runs when the interval is over; more triggers meanwhile join it).
- * While commands fail, a refresh is requested every `minInterval`, so a replica promoted by the
- * cluster is found as soon as it serves; while only a down node is watched, the period doubles
- * from `minInterval` for at most `interval` (30 s when the periodic refresh is off). Polling
+ * While commands fail or a node that serves slots is down, a refresh is requested at a period
+ * that doubles from `minInterval` up to `watchInterval` (each plus a random 0..`jitter`), so a
+ * replica promoted by the cluster is found within about `watchInterval` of its promotion; a
+ * down node is watched for at most `interval` (30 s when the periodic refresh is off). Polling
  * stops as soon as neither holds.
  */
 export class RefreshScheduler {
@@ -46,17 +65,32 @@ export class RefreshScheduler {
   private poll: NodeJS.Timeout | undefined;
   private pollPeriod = 0;
   private closed = false;
+  /** When the oldest trigger not yet served by a started refresh was made. */
+  private pendingSince: number | undefined;
+  private readonly random: () => number;
 
   constructor(
     private readonly o: RefreshSchedulerOptions,
     private readonly target: RefreshTarget,
   ) {
+    this.random = o.random ?? Math.random;
     this.refreshesRun = new Coalescer(() => {
       // The nodes every trigger since the last start named: this refresh serves them all.
       const preferred = [...this.preferred.values()];
       this.preferred.clear();
-      return this.target.refresh(preferred).catch(() => {});
+      const since = this.pendingSince ?? performance.now();
+      this.pendingSince = undefined;
+      return this.target.refresh(preferred, since).catch(() => {});
     }, { minInterval: o.minInterval });
+  }
+
+  private trigger(): void {
+    this.pendingSince ??= performance.now();
+  }
+
+  /** A random 0..jitter ms. */
+  private jitter(): number {
+    return this.o.jitter ? Math.floor(this.random() * (this.o.jitter + 1)) : 0;
   }
 
   /** Refreshes started so far (the initial load included, see {@link started}). */
@@ -79,10 +113,20 @@ export class RefreshScheduler {
     this.refreshesRun.noteStart();
   }
 
-  /** The map is loaded: the periodic refresh starts (with `interval` > 0). */
+  /**
+   * The map is loaded: the periodic refresh starts (with `interval` > 0). The first one comes
+   * after a random half to whole `interval`, so a fleet deployed at once does not refresh in
+   * step every interval from then on.
+   */
   startPeriodic(): void {
     if (this.closed || this.periodic || this.o.interval <= 0) return;
-    this.periodic = setInterval(() => this.request(), this.o.interval);
+    const first = this.o.interval - Math.floor(this.random() * (this.o.interval / 2));
+    this.periodic = setTimeout(() => {
+      this.request();
+      if (this.closed) return;
+      this.periodic = setInterval(() => this.request(), this.o.interval);
+      this.periodic.unref();
+    }, first);
     this.periodic.unref();
   }
 
@@ -93,12 +137,14 @@ export class RefreshScheduler {
   request(prefer: readonly NodeAddress[] = []): void {
     if (this.closed) return;
     for (const a of prefer) this.preferred.set(formatAddress(a), { host: a.host, port: a.port });
+    this.trigger();
     void this.refreshesRun.request();
   }
 
   /** Resolves after a refresh that starts after this call has completed (successfully or not). */
   refreshed(): Promise<void> {
     if (this.closed) return Promise.resolve();
+    this.trigger();
     return this.refreshesRun.next();
   }
 
@@ -142,20 +188,21 @@ export class RefreshScheduler {
   }
 
   /**
-   * (Re)arms the poll timer: every `minInterval` while commands fail; doubling up to the watch
-   * window while only a down node is watched.
+   * (Re)arms the poll timer: from `minInterval`, doubling up to `watchInterval`, while commands
+   * fail or a down node is watched.
    */
   private startPolling(): void {
     if (this.closed) return;
     const base = Math.max(this.o.minInterval, MIN_POLL_PERIOD);
     if (this.poll) {
-      // A command started failing while a slow "down node" poll was pending: speed up.
-      if (this.failingCommands === 0 || this.pollPeriod <= base) return;
+      // The first command to fail while a slow poll was pending: speed up (later ones do not
+      // reset the doubling: a fleet-wide failure would otherwise keep every process at the base rate).
+      if (this.failingCommands !== 1 || this.pollPeriod <= base) return;
       clearTimeout(this.poll);
       this.poll = undefined;
     }
     this.pollPeriod = this.failingCommands > 0 ? base : this.pollPeriod > 0 ? this.pollPeriod : base;
-    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod);
+    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod + this.jitter());
     this.poll.unref();
   }
 
@@ -170,16 +217,20 @@ export class RefreshScheduler {
     }
     this.request();
     const base = Math.max(this.o.minInterval, MIN_POLL_PERIOD);
-    const cap = Math.max(base, this.o.interval > 0 ? this.o.interval : 30_000);
-    this.pollPeriod = failing ? base : Math.min(cap, this.pollPeriod * 2);
-    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod);
+    const window = this.o.interval > 0 ? this.o.interval : 30_000;
+    const cap = Math.max(base, Math.min(window, this.o.watchInterval ?? window));
+    // Doubling while commands fail too: the cluster cannot promote a replica sooner than its
+    // node timeout, and a fleet polling at the base rate all that time is the storm (bench:fleet).
+    this.pollPeriod = Math.min(cap, this.pollPeriod * 2);
+    this.poll = setTimeout(() => this.onPoll(), this.pollPeriod + this.jitter());
     this.poll.unref();
   }
 
   /** Stops every timer, wakes the waiters, and waits for a refresh in flight. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.periodic) clearInterval(this.periodic);
+    // clearTimeout clears either kind (the first periodic refresh is a timeout).
+    if (this.periodic) clearTimeout(this.periodic);
     if (this.poll) clearTimeout(this.poll);
     this.periodic = this.poll = undefined;
     this.down.clear();

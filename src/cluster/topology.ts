@@ -6,6 +6,7 @@ import { formatAddress, type Arg, type NodeAddress, type Reply } from '../types.
 import type { ResolvedClusterOptions } from './options.js';
 import { refreshOrder } from './refresh-order.js';
 import { RefreshScheduler } from './refresh-scheduler.js';
+import { joinRefreshGroup, type RefreshGroup } from './shared-refresh.js';
 import { seedFailureMessage } from './seed-errors.js';
 import { applyMoved, slotMapFromShards, slotMapFromSlots, SlotMap, withHealthOf, type ClusterNode } from './slot-map.js';
 import { SLOT_COUNT } from './slot.js';
@@ -62,6 +63,13 @@ export class Topology {
 
   /** When to refresh: triggers in, "fetch now" out (refresh-scheduler.ts). */
   private readonly scheduler: RefreshScheduler;
+  /** The pools of this process that share this one's slot-map fetches (shared-refresh.ts). */
+  private readonly share: { group: RefreshGroup; leave: () => void } | undefined;
+  /**
+   * Where this process starts in the refresh order's spread list: random, so that the
+   * processes of a fleet ask different nodes (see refreshOrder).
+   */
+  private readonly spreadOffset = Math.floor(Math.random() * 65536);
 
   constructor(
     private readonly o: ResolvedClusterOptions,
@@ -69,8 +77,9 @@ export class Topology {
   ) {
     this.current = SlotMap.empty({ natMap: o.natMap });
     this.lastRefreshed = this.current;
-    this.scheduler = new RefreshScheduler({ minInterval: o.minRefreshInterval, interval: o.refreshInterval }, {
-      refresh: (prefer) => this.refreshOnce(prefer),
+    this.share = o.refreshShareKey === undefined ? undefined : joinRefreshGroup(o.refreshShareKey);
+    this.scheduler = new RefreshScheduler({ minInterval: o.minRefreshInterval, interval: o.refreshInterval, jitter: o.refreshJitter, watchInterval: o.refreshWatchInterval }, {
+      refresh: (prefer, since) => this.refreshOnce(prefer, since),
       serving: () => new Set(this.current.masters({ withSlots: true }).map((m) => m.key)),
     });
   }
@@ -193,6 +202,8 @@ export class Topology {
     const before = this.current.shardForSlot(slot)?.master;
     const next = applyMoved(this.current, slot, to);
     if (next !== this.current) {
+      // The cluster just named `to` as the slot's owner: connect now (see install()).
+      if (!this.current.masters({ withSlots: true }).some((m) => m.port === to.port && m.host === to.host)) this.pools.get(formatAddress(to))?.clearBackoff();
       this.current = next;
       this.notifyChange();
     }
@@ -230,12 +241,15 @@ export class Topology {
     return this.closed ? Promise.resolve() : this.scheduler.refreshed();
   }
 
-  private async refreshOnce(prefer: readonly NodeAddress[]): Promise<void> {
-    const candidates = refreshOrder(this.current, { prefer, down: this.scheduler.downKeys(), seeds: this.o.seeds, turn: this.refreshes });
+  private async refreshOnce(prefer: readonly NodeAddress[], since: number): Promise<void> {
+    const candidates = refreshOrder(this.current, { prefer, down: this.scheduler.downKeys(), seeds: this.o.seeds, turn: this.spreadOffset + this.refreshes });
     const errors: Error[] = [];
-    const map = await this.fetchBest(candidates, errors);
+    const fetch = () => this.fetchBest(candidates, errors);
+    const { map } = this.share ? await this.share.group.fetch(since, fetch) : { map: await fetch() };
     if (this.closed) return;
     if (!map) {
+      // Failed in another pool's fetch: that pool reported each node's error.
+      if (errors.length === 0) errors.push(new ConnectionError('Cluster topology refresh (shared with another pool of this process) found no node that answered.'));
       const e = new ConnectionError(`Cluster topology refresh failed on every node: ${errors.map((x) => x.message).join('; ')}`, { cause: new AggregateError(errors) });
       this.hooks.onNodeError(candidates[0] ?? this.o.seeds[0]!, e);
       return;
@@ -263,35 +277,49 @@ export class Topology {
     return best;
   }
 
+  /**
+   * One node's view. On the node's ready data connection when it has one (a fleet that
+   * refreshes on every failure would otherwise open one connection per refresh on the nodes it
+   * asks), with the `refreshTimeout` deadline; else on a probe connection of its own.
+   */
   private async fetch(address: NodeAddress): Promise<SlotMap> {
+    const lane = this.pools.get(formatAddress(address))?.laneSync();
+    if (lane) {
+      const deadline = Date.now() + this.o.refreshTimeout;
+      return this.fetchOn(address, (args) => lane.send(args, { deadline }));
+    }
     const conn = await Connection.connect(address, this.o.probe);
     try {
-      if (!this.shardsUnsupported) {
-        try {
-          const reply = await conn.ask(['CLUSTER', 'SHARDS']);
-          const map = slotMapFromShards(reply, address, { natMap: this.o.natMap, preferTlsPort: this.o.data.tls !== undefined });
-          if (map.coveredSlots === SLOT_COUNT) return map;
-          // Slots missing: the cluster may really not serve them, or (Redis 7.2 to 8.0-M01,
-          // Valkey 8.0) CLUSTER SHARDS lists a promoted replica's shard without its slots.
-          // CLUSTER SLOTS of the same node tells; keep the health CLUSTER SHARDS reported.
-          const slots = await conn.ask(['CLUSTER', 'SLOTS']).catch((err: unknown) => {
-            // Denied by ACL (only SHARDS allowed): what SHARDS said is all there is.
-            if (err instanceof RedisError) return undefined;
-            throw err;
-          });
-          const bySlots = slots === undefined ? undefined : slotMapFromSlots(slots, address, { natMap: this.o.natMap });
-          return bySlots && bySlots.coveredSlots > map.coveredSlots ? withHealthOf(bySlots, map) : map;
-        } catch (err) {
-          // Before Redis 7 it is unknown; an ACL user may be denied it (-cluster|shards): CLUSTER SLOTS serves both.
-          if (!(err instanceof RedisError) || !(err.code === 'NOPERM' || /unknown subcommand|unknown command/i.test(err.message))) throw err;
-          this.shardsUnsupported = true;
-        }
-      }
-      const reply: Reply = await conn.ask(['CLUSTER', 'SLOTS']);
-      return slotMapFromSlots(reply, address, { natMap: this.o.natMap });
+      return await this.fetchOn(address, (args) => conn.ask(args));
     } finally {
       conn.destroy();
     }
+  }
+
+  private async fetchOn(address: NodeAddress, ask: (args: Arg[]) => Promise<Reply>): Promise<SlotMap> {
+    if (!this.shardsUnsupported) {
+      try {
+        const reply = await ask(['CLUSTER', 'SHARDS']);
+        const map = slotMapFromShards(reply, address, { natMap: this.o.natMap, preferTlsPort: this.o.data.tls !== undefined });
+        if (map.coveredSlots === SLOT_COUNT) return map;
+        // Slots missing: the cluster may really not serve them, or (Redis 7.2 to 8.0-M01,
+        // Valkey 8.0) CLUSTER SHARDS lists a promoted replica's shard without its slots.
+        // CLUSTER SLOTS of the same node tells; keep the health CLUSTER SHARDS reported.
+        const slots = await ask(['CLUSTER', 'SLOTS']).catch((err: unknown) => {
+          // Denied by ACL (only SHARDS allowed): what SHARDS said is all there is.
+          if (err instanceof RedisError) return undefined;
+          throw err;
+        });
+        const bySlots = slots === undefined ? undefined : slotMapFromSlots(slots, address, { natMap: this.o.natMap });
+        return bySlots && bySlots.coveredSlots > map.coveredSlots ? withHealthOf(bySlots, map) : map;
+      } catch (err) {
+        // Before Redis 7 it is unknown; an ACL user may be denied it (-cluster|shards): CLUSTER SLOTS serves both.
+        if (!(err instanceof RedisError) || !(err.code === 'NOPERM' || /unknown subcommand|unknown command/i.test(err.message))) throw err;
+        this.shardsUnsupported = true;
+      }
+    }
+    const reply: Reply = await ask(['CLUSTER', 'SLOTS']);
+    return slotMapFromSlots(reply, address, { natMap: this.o.natMap });
   }
 
   private install(map: SlotMap, report: boolean): void {
@@ -299,6 +327,11 @@ export class Topology {
     const changed = change.added.length > 0 || change.removed.length > 0 || change.movedSlots > 0 || healthOf(this.current) !== healthOf(map);
     // A node first seen through MOVED is already in the patched map; the event reports it anyway.
     const reported = this.lastRefreshed === this.current ? change : this.lastRefreshed.diff(map);
+    // A node that serves slots now and did not before (a promoted replica, a restarted node)
+    // is connected at once: attempts made while it was down would otherwise delay the first
+    // command by their backoff (up to `pool.reconnect.maxDelay`, measured in bench:fleet).
+    const servedBefore = new Set(this.current.masters({ withSlots: true }).map((m) => m.key));
+    for (const m of map.masters({ withSlots: true })) if (!servedBefore.has(m.key)) this.pools.get(m.key)?.clearBackoff();
     this.current = map;
     this.lastRefreshed = map;
     // Pools are made on first use (see pool()): a node no command goes to (a replica, with
@@ -321,6 +354,7 @@ export class Topology {
     // Commands waiting to retry wake up and see the pool closed.
     this.changeCtl.abort();
     const scheduling = this.scheduler.close();
+    this.share?.leave();
     await Promise.all([...this.pools.values()].map((p) => p.close(this.o.closeTimeout)));
     await scheduling;
   }

@@ -333,6 +333,15 @@ export class NodePool extends EventEmitter<NodePoolEvents> {
    * Points the pool at another node. Returns false when it already points there.
    * After it returns no new command is written to the old node.
    */
+  /**
+   * Whoever owns the pool learned that the node serves again (a cluster map names it a master
+   * that was not one): the next connection attempt goes at once instead of after the backoff
+   * that attempts made while it was down built up; it backs off anew if that one fails.
+   */
+  clearBackoff(): void {
+    this.failures = 0;
+  }
+
   swap(target: NodeAddress): boolean {
     if (this.closed || (target.host === this.current.host && target.port === this.current.port)) return false;
     const from = this.current;

@@ -1,8 +1,9 @@
 /**
  * The slot-map decisions behind a quick failover: a MOVED to a replica moves its whole shard
  * (applyMoved / withPromotedReplica), and the order in which a refresh asks nodes
- * (refreshOrder): the node that just told us of a change first, then the shard-mates of a
- * node that failed, masters, replicas, seeds, and nodes that failed last.
+ * (refreshOrder): every healthy node outside a failed node's shard, rotated so that a fleet's
+ * refreshes spread, then the node that told us of a change and the failed node's shard-mates,
+ * seeds, and nodes that failed last.
  */
 import { describe, expect, it } from 'vitest';
 import { refreshOrder } from '../../src/cluster/refresh-order.js';
@@ -71,15 +72,22 @@ describe('refreshOrder', () => {
   const seeds = [a(7000), a(9000)];
   it.each([
     // [case, prefer, down, turn, expected order]
-    ['no trouble: masters (rotated by turn), replicas, seeds; failed nodes left out', [], [], 0, [7000, 7001, 7002, 7003, 7006, 7004, 9000]],
-    ['the turn rotates the masters', [], [], 1, [7001, 7002, 7000, 7003, 7006, 7004, 9000]],
-    ['a MOVED target first', [7003], [], 0, [7003, 7000, 7001, 7002, 7006, 7004, 9000]],
-    ['an unknown MOVED target first', [7999], [], 2, [7999, 7002, 7000, 7001, 7003, 7006, 7004, 9000]],
-    ['a master down: its replicas first, itself last', [], [7000], 0, [7003, 7006, 7001, 7002, 7004, 9000, 7000]],
-    ['a replica down: its master and the other replica first, itself last', [], [7003], 1, [7006, 7000, 7001, 7002, 7004, 9000, 7003]],
-    ['a preferred node that is down still goes last', [7001], [7001], 0, [7004, 7000, 7002, 7003, 7006, 9000, 7001]],
+    ['no trouble: every healthy node (rotated by turn), seeds; failed nodes left out', [], [], 0, [7000, 7001, 7002, 7003, 7006, 7004, 9000]],
+    ['the turn rotates over masters and replicas', [], [], 1, [7001, 7002, 7003, 7006, 7004, 7000, 9000]],
+    ['a negative turn still rotates', [], [], -1, [7004, 7000, 7001, 7002, 7003, 7006, 9000]],
+    ['a MOVED target is not asked first (the MOVED is already in the map)', [7003], [], 0, [7000, 7001, 7002, 7003, 7006, 7004, 9000]],
+    ['an unknown MOVED target after the spread nodes', [7999], [], 2, [7002, 7003, 7006, 7004, 7000, 7001, 7999, 9000]],
+    ['a master down: the other shards first, then its replicas, itself last', [], [7000], 0, [7001, 7002, 7004, 7003, 7006, 9000, 7000]],
+    ['a replica down: the other shards (rotated), then its shard, itself last', [], [7003], 1, [7002, 7004, 7001, 7006, 7000, 9000, 7003]],
+    ['a preferred node that is down still goes last', [7001], [7001], 0, [7000, 7002, 7003, 7006, 7004, 9000, 7001]],
   ])('%s', (_case, prefer, down, turn, expected) => {
     const order = refreshOrder(map, { prefer: prefer.map(a), down: new Set(down.map((p) => formatAddress(a(p)))), seeds, turn });
     expect(ports(order)).toEqual(expected);
+  });
+
+  it('successive turns start at each spread node once: a fleet with random offsets spreads evenly', () => {
+    const down = new Set([formatAddress(a(7000))]);
+    const firsts = [0, 1, 2].map((turn) => refreshOrder(map, { prefer: [a(7003)], down, seeds, turn })[0]!.port);
+    expect(firsts.sort()).toEqual([7001, 7002, 7004]);
   });
 });

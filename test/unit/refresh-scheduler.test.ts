@@ -11,14 +11,14 @@ import type { NodeAddress } from '../../src/types.js';
 const N1 = { host: '10.0.0.1', port: 7000 };
 const N2 = { host: '10.0.0.2', port: 7000 };
 
-function harness(o: { minInterval?: number; interval?: number } = {}) {
-  const runs: Array<{ at: number; prefer: NodeAddress[] }> = [];
+function harness(o: { minInterval?: number; interval?: number; jitter?: number; watchInterval?: number; random?: () => number } = {}) {
+  const runs: Array<{ at: number; prefer: NodeAddress[]; since: number }> = [];
   let hold: (() => void) | undefined;
   let holding = false;
   const serving = new Set(['10.0.0.1:7000', '10.0.0.2:7000']);
-  const s = new RefreshScheduler({ minInterval: o.minInterval ?? 1000, interval: o.interval ?? 0 }, {
-    refresh: (prefer) => {
-      runs.push({ at: Date.now(), prefer: [...prefer] });
+  const s = new RefreshScheduler({ minInterval: o.minInterval ?? 1000, interval: o.interval ?? 0, jitter: o.jitter ?? 0, ...(o.watchInterval ? { watchInterval: o.watchInterval } : {}), random: o.random ?? (() => 0) }, {
+    refresh: (prefer, since) => {
+      runs.push({ at: Date.now(), prefer: [...prefer], since });
       if (!holding) return Promise.resolve();
       return new Promise<void>((r) => (hold = r));
     },
@@ -142,16 +142,18 @@ describe('triggers are coalesced and rate limited', () => {
 });
 
 describe('trouble polling', () => {
-  it('while a command fails: a refresh every minInterval until it finishes, then none', async () => {
-    const h = harness({ minInterval: 200 });
+  it('while a command fails: refreshes from minInterval, doubling up to watchInterval, until it finishes, then none', async () => {
+    const h = harness({ minInterval: 200, watchInterval: 800 });
     h.s.started();
     const done = h.s.failing();
     expect(h.s.polling).toBe(true);
-    await vi.advanceTimersByTimeAsync(1000);
-    expect(h.runs.length).toBeGreaterThanOrEqual(4);
-    expect(h.runs.length).toBeLessThanOrEqual(5);
+    // A second failing command does not restart the doubling.
+    const done2 = h.s.failing();
+    await vi.advanceTimersByTimeAsync(200 + 400 + 800 + 800 + 1);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([200, 600, 1400, 2200]);
     done();
     done(); // idempotent
+    done2();
     const n = h.runs.length;
     await vi.advanceTimersByTimeAsync(5000);
     expect(h.runs.length).toBeLessThanOrEqual(n + 1); // at most the poll already armed
@@ -221,5 +223,69 @@ describe('periodic refresh and close()', () => {
     h.s.request();
     await vi.advanceTimersByTimeAsync(5000);
     expect(h.runs).toHaveLength(4);
+  });
+});
+
+describe('a fleet does not ask in step', () => {
+  it('trouble polls wait minInterval plus a random 0..jitter ms', async () => {
+    // Fixed random draws: 0, 0.5, 1 of a 100 ms jitter.
+    const draws = [0, 0.5, 0.999];
+    let i = 0;
+    const h = harness({ minInterval: 200, watchInterval: 200, jitter: 100, random: () => draws[i++ % draws.length]! });
+    h.s.started();
+    h.s.failing();
+    await vi.advanceTimersByTimeAsync(200 + 250 + 300 + 200 + 1);
+    const gaps = h.runs.map((r, k) => (k === 0 ? 0 : r.at - h.runs[k - 1]!.at)).slice(1);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([200, 450, 750, 950]);
+    expect(gaps).toEqual([250, 300, 200]);
+    await h.s.close();
+  });
+
+  it('without jitter, polls keep exactly minInterval', async () => {
+    const h = harness({ minInterval: 200, watchInterval: 200, jitter: 0, random: () => 0.9 });
+    h.s.started();
+    h.s.failing();
+    await vi.advanceTimersByTimeAsync(601);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([200, 400, 600]);
+    await h.s.close();
+  });
+
+  it('the first periodic refresh comes after a random half to whole interval, then every interval', async () => {
+    const h = harness({ minInterval: 0, interval: 1000, random: () => 0.6 });
+    h.s.started();
+    h.s.startPeriodic();
+    await vi.advanceTimersByTimeAsync(2701);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([700, 1700, 2700]);
+    await h.s.close();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('each refresh says since when its oldest trigger waited: triggers during the rate-limit wait keep the first one', async () => {
+    const h = harness({ minInterval: 500 });
+    h.s.started();
+    await vi.advanceTimersByTimeAsync(100);
+    const first = performance.now();
+    h.s.request();
+    await vi.advanceTimersByTimeAsync(100);
+    h.s.request();
+    await vi.advanceTimersByTimeAsync(400);
+    expect(h.runs).toHaveLength(1);
+    expect(h.runs[0]!.since).toBe(first);
+    h.s.request();
+    await vi.advanceTimersByTimeAsync(500);
+    expect(h.runs).toHaveLength(2);
+    expect(h.runs[1]!.since).toBeGreaterThan(first);
+    await h.s.close();
+  });
+});
+
+describe('the down-node watch is capped by watchInterval', () => {
+  it('the period doubles from minInterval up to watchInterval, not up to the watch window', async () => {
+    const h = harness({ minInterval: 100, interval: 30_000, watchInterval: 400 });
+    h.s.started();
+    h.s.nodeDown(N1);
+    await vi.advanceTimersByTimeAsync(100 + 200 + 400 + 400 + 400 + 1);
+    expect(h.runs.map((r) => r.at - 5_000_000)).toEqual([100, 300, 700, 1100, 1500]);
+    await h.s.close();
   });
 });
